@@ -1,0 +1,192 @@
+//! The one error type of the library.
+//!
+//! Follows rust-csv and rust-postgres: a boxed private payload behind public
+//! questions (`kind()`, `sqlstate()`, `hint()`). A bad *row* is never an
+//! `Error`; it is a reject (see the reject module of a later issue). An
+//! `Error` ends the operation, and its `hint` tells the user what to do next.
+
+use std::fmt;
+
+/// What went wrong, in the terms a user acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The user's options or connection string are invalid.
+    Config,
+    /// A server could not be reached or refused the connection.
+    Connect,
+    /// A connection was lost while working (SQLSTATE class 08 or a broken
+    /// socket); the only kind that is worth retrying as such.
+    ConnectionLost,
+    /// The server rejected a statement (the SQLSTATE says why).
+    Server,
+    /// An input file could not be read or is not in the declared format.
+    Input,
+    /// An output file could not be written.
+    Output,
+    /// The embedded or throwaway PostgreSQL server could not be managed.
+    Cluster,
+    /// An internal invariant broke (for example rows read != loaded +
+    /// rejected). Always a bug in pgtide.
+    Bug,
+}
+
+struct Inner {
+    kind: ErrorKind,
+    message: String,
+    hint: Option<String>,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    sqlstate: Option<String>,
+}
+
+/// An error that ends an operation, with a hint for the user.
+pub struct Error(Box<Inner>);
+
+/// Shorthand used across the library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A new error of `kind` with a one-line `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error(Box::new(Inner {
+            kind,
+            message: message.into(),
+            hint: None,
+            source: None,
+            sqlstate: None,
+        }))
+    }
+
+    /// Adds what the user should do about it.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.0.hint = Some(hint.into());
+        self
+    }
+
+    /// Adds the underlying cause.
+    pub fn with_source(
+        mut self,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        self.0.source = Some(Box::new(source));
+        self
+    }
+
+    /// Adds a SQLSTATE code reported by the server.
+    pub fn with_sqlstate(mut self, code: impl Into<String>) -> Self {
+        self.0.sqlstate = Some(code.into());
+        self
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.0.kind
+    }
+
+    /// The one-line message, without the cause chain.
+    pub fn message(&self) -> &str {
+        &self.0.message
+    }
+
+    /// What the user should do about it, when we know.
+    pub fn hint(&self) -> Option<&str> {
+        self.0.hint.as_deref()
+    }
+
+    /// The server's SQLSTATE, when the server reported the error.
+    pub fn sqlstate(&self) -> Option<&str> {
+        self.0.sqlstate.as_deref()
+    }
+
+    /// Shorthand for an `Input` error.
+    pub fn input(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Input, message)
+    }
+
+    /// Shorthand for a `Config` error.
+    pub fn config(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Config, message)
+    }
+
+    /// Shorthand for a `Bug` error.
+    pub fn bug(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Bug, message).with_hint(
+            "this is a bug in pgtide; please report it with the command line",
+        )
+    }
+
+    /// Wraps an I/O error on `path` while reading input.
+    pub fn read(path: &str, err: std::io::Error) -> Self {
+        Error::new(ErrorKind::Input, format!("cannot read {path}: {err}"))
+            .with_source(err)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.message)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Error")
+            .field("kind", &self.0.kind)
+            .field("message", &self.0.message)
+            .field("hint", &self.0.hint)
+            .field("sqlstate", &self.0.sqlstate)
+            .finish()
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source.as_deref().map(|e| e as _)
+    }
+}
+
+impl From<tokio_postgres::Error> for Error {
+    /// Classifies by SQLSTATE and socket state, never by message text.
+    fn from(err: tokio_postgres::Error) -> Self {
+        if let Some(db) = err.as_db_error() {
+            let code = db.code().code().to_owned();
+            let kind = if code.starts_with("08") {
+                ErrorKind::ConnectionLost
+            } else {
+                ErrorKind::Server
+            };
+            let mut message = db.message().to_owned();
+            if let Some(detail) = db.detail() {
+                message.push_str(&format!(" (detail: {detail})"));
+            }
+            if let Some(context) = db.where_() {
+                message.push_str(&format!(" (context: {context})"));
+            }
+            let hint = db.hint().map(str::to_owned);
+            let mut e = Error::new(kind, message).with_sqlstate(code);
+            if let Some(h) = hint {
+                e = e.with_hint(h);
+            }
+            return e.with_source(err);
+        }
+        if err.is_closed() {
+            return Error::new(
+                ErrorKind::ConnectionLost,
+                format!("connection to the server was lost: {err}"),
+            )
+            .with_hint("check that the server is up and reachable, then retry")
+            .with_source(err);
+        }
+        let message = match std::error::Error::source(&err) {
+            Some(cause) => format!("{err}: {cause}"),
+            None => err.to_string(),
+        };
+        Error::new(ErrorKind::Connect, message).with_source(err)
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(err: std::io::Error) -> Self {
+        Error::new(ErrorKind::Input, err.to_string()).with_source(err)
+    }
+}
