@@ -283,7 +283,6 @@ impl Embedded {
         let password = server::random_password()?;
         let line = format!("*:*:*:{SUPERUSER}:{password}\n");
         server::write_private(&self.password_file(), line.as_bytes())?;
-        let _ = std::fs::remove_dir_all(layout.data());
         server::initdb(bin, layout, &password, false)?;
         server::configure(layout, None, &[])
     }
