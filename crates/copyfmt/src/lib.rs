@@ -5,3 +5,8 @@
 //! or servers.
 
 #![deny(missing_docs)]
+
+pub mod binary;
+pub mod convert;
+pub mod fields;
+pub mod scan;

@@ -1,3 +1,50 @@
-fn main() {
-    println!("Hello, world!");
+//! The `pgtide` binary: parse flags, call the library, render the result.
+//!
+//! Errors print as `error: ...` and `hint: ...` on stderr, never as a panic
+//! or a backtrace. Exit codes are documented in `pgtide load --help`.
+
+mod args;
+mod cmd;
+mod render;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command};
+
+/// Every row was loaded / the command succeeded.
+pub(crate) const EXIT_OK: u8 = 0;
+/// Any error, usage errors included (clap's convention).
+pub(crate) const EXIT_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            render::error(&pgtide::Error::bug(format!(
+                "cannot start the async runtime: {e}"
+            )));
+            return ExitCode::from(EXIT_ERROR);
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Load(a) => cmd::load::run(a).await,
+            Command::Server { action } => cmd::server::run(action).await,
+            Command::Bench(a) => cmd::bench::run(a).await,
+            Command::Demo(a) => cmd::demo::run(a).await,
+        }
+    });
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            render::error(&e);
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
 }

@@ -64,10 +64,7 @@ impl Error {
     }
 
     /// Adds the underlying cause.
-    pub fn with_source(
-        mut self,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         self.0.source = Some(Box::new(source));
         self
     }
@@ -110,15 +107,13 @@ impl Error {
 
     /// Shorthand for a `Bug` error.
     pub fn bug(message: impl Into<String>) -> Self {
-        Error::new(ErrorKind::Bug, message).with_hint(
-            "this is a bug in pgtide; please report it with the command line",
-        )
+        Error::new(ErrorKind::Bug, message)
+            .with_hint("this is a bug in pgtide; please report it with the command line")
     }
 
     /// Wraps an I/O error on `path` while reading input.
     pub fn read(path: &str, err: std::io::Error) -> Self {
-        Error::new(ErrorKind::Input, format!("cannot read {path}: {err}"))
-            .with_source(err)
+        Error::new(ErrorKind::Input, format!("cannot read {path}: {err}")).with_source(err)
     }
 }
 

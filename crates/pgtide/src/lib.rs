@@ -5,6 +5,16 @@
 
 #![deny(missing_docs)]
 
+pub mod bench;
+pub mod catalog;
+pub mod chunk;
+pub mod cluster;
+pub mod conn;
+pub mod copyopts;
 pub mod error;
+pub mod ident;
+pub mod load;
+pub mod progress;
+pub mod source;
 
 pub use error::{Error, ErrorKind, Result};

@@ -1,0 +1,325 @@
+//! Command-line flags, exactly as typed: clap definitions and nothing else.
+//!
+//! Turning these into library options (which needs a server, a catalog and
+//! files) is the job of `cmd/*`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// pgtide: the fastest and safest way to move rows into, out of and
+/// between PostgreSQL servers.
+#[derive(Debug, Parser)]
+#[command(name = "pgtide", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load files (or stdin) into a table with COPY, over one or many
+    /// connections.
+    Load(LoadArgs),
+    /// Manage the local PostgreSQL server that pgtide owns (the embedded
+    /// default used when no connection is configured).
+    Server {
+        /// Action.
+        #[command(subcommand)]
+        action: ServerAction,
+    },
+    /// Benchmarks that reproduce the seed documents' experiments.
+    Bench(BenchArgs),
+    /// The README's demo: generate a data set, load it with pgtide and with
+    /// psql \copy on the embedded server, print both timings.
+    Demo(DemoArgs),
+}
+
+/// `pgtide server ...`
+#[derive(Debug, Subcommand)]
+pub enum ServerAction {
+    /// Create (first time) and start the server.
+    Start,
+    /// Stop the server.
+    Stop,
+    /// Say whether it runs, where, and which version.
+    Status,
+    /// Print its connection URI (without the password).
+    Url,
+}
+
+/// Input format, with COPY's names.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum FormatArg {
+    /// PostgreSQL text format: tab-separated, backslash escapes, \N = NULL.
+    Text,
+    /// CSV, with COPY's CSV rules.
+    Csv,
+    /// PostgreSQL binary COPY file.
+    Binary,
+}
+
+/// Header handling, as COPY's HEADER option.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum HeaderArg {
+    /// Skip the first line of each file.
+    True,
+    /// No header line.
+    False,
+    /// Skip it, but require it to name the loaded columns in order.
+    Match,
+}
+
+/// `pgtide load ...`
+#[derive(Debug, Args)]
+#[command(after_long_help = LOAD_AFTER_HELP)]
+pub struct LoadArgs {
+    /// Input files; `-` reads stdin. gzip and zstd are detected by their
+    /// magic bytes.
+    #[arg(required = true, value_name = "FILE")]
+    pub inputs: Vec<String>,
+
+    /// Target table, `name` or `schema.name` (SQL case rules; quote to keep
+    /// case: '"MyTable"').
+    #[arg(long, short = 't')]
+    pub table: String,
+
+    /// Connection: a `postgresql://` URI or a libpq `key=value` string.
+    /// Without it, PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD,
+    /// PGSSLMODE... and ~/.pgpass are used as libpq does; with none of
+    /// those set, the embedded server (`pgtide server start`).
+    #[arg(long, short = 'd', value_name = "CONNINFO")]
+    pub db: Option<String>,
+
+    /// Input format.
+    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Csv)]
+    pub format: FormatArg,
+
+    /// The first line of each file is a header (`--header` alone = true).
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "true", default_value_t = HeaderArg::False)]
+    pub header: HeaderArg,
+
+    /// Columns present in the file, in file order (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub columns: Option<Vec<String>>,
+
+    /// Field delimiter (COPY DELIMITER); `\t` for tab.
+    #[arg(long)]
+    pub delimiter: Option<String>,
+
+    /// CSV quote character (COPY QUOTE).
+    #[arg(long)]
+    pub quote: Option<String>,
+
+    /// CSV escape character (COPY ESCAPE); defaults to the quote.
+    #[arg(long)]
+    pub escape: Option<String>,
+
+    /// String that means NULL (COPY NULL).
+    #[arg(long)]
+    pub null: Option<String>,
+
+    /// CSV: columns whose quoted value equal to the NULL string is NULL
+    /// (COPY FORCE_NULL).
+    #[arg(long, value_delimiter = ',')]
+    pub force_null: Vec<String>,
+
+    /// CSV: columns never NULL (COPY FORCE_NOT_NULL).
+    #[arg(long, value_delimiter = ',')]
+    pub force_not_null: Vec<String>,
+
+    /// Input encoding (COPY ENCODING), e.g. LATIN1; the server converts.
+    #[arg(long)]
+    pub encoding: Option<String>,
+
+    /// Connections loading in parallel into the same table.
+    #[arg(long, short = 'w', default_value_t = 1)]
+    pub workers: usize,
+
+    /// Empty the table (TRUNCATE) before loading.
+    #[arg(long)]
+    pub truncate: bool,
+
+    /// Chunk size in bytes: the unit of parallelism and of commit.
+    #[arg(long, value_name = "BYTES", default_value_t = pgtide::chunk::DEFAULT_CHUNK_BYTES, hide_short_help = true)]
+    pub chunk_bytes: usize,
+
+    /// CopyData message size in bytes (benchmarking knob).
+    #[arg(long, value_name = "BYTES", default_value_t = pgtide::load::copy::MESSAGE_BYTES, hide = true)]
+    pub message_bytes: usize,
+
+    /// No progress bar.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+const LOAD_AFTER_HELP: &str = "\
+Commit model:
+  The input is cut into chunks of about --chunk-bytes at true row boundaries.
+  Each chunk is loaded by its own COPY statement and committed on its own,
+  whatever the number of workers. If a chunk fails, no new chunk starts,
+  chunks already running finish, and the summary lists exactly which input
+  line ranges were committed. Reload the rest, or start over with --truncate.
+
+Exit codes:
+  0  every row was loaded
+  2  error (bad options, connection, missing table, a row the server refused)
+
+Examples:
+  pgtide load data.csv --table public.events --format csv --header
+  pgtide load big.tsv.zst --table t --format text --workers 4 --db postgresql://app@db/prod
+  cat data.csv | pgtide load - --table t --columns id,name";
+
+/// `pgtide bench ...`
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Scenario.
+    #[command(subcommand)]
+    pub scenario: BenchScenario,
+}
+
+/// Benchmark scenarios.
+#[derive(Debug, Subcommand)]
+pub enum BenchScenario {
+    /// The seeds' load data sets (t_narrow, t, t_copy1): pgtide load with
+    /// 1, 2 and 4 workers against psql \copy and server-side COPY FROM file.
+    Load(BenchLoadArgs),
+    /// Seed 003: N clients each loading the same 1,000-row file into one
+    /// table in a loop for --seconds; rows per minute for each N, pgtide
+    /// (one connection per client) against psql \copy in a loop.
+    Concurrent(BenchConcurrentArgs),
+    /// Seed 000: 32 concurrent loads of a 10K-row file and 8 of a 1M-row
+    /// file into t_copy1 (pgtide tasks against parallel psql \copy), then
+    /// one 8M-row file with pgtide load --workers 1,2,4, psql and server
+    /// COPY.
+    Parallel(BenchParallelArgs),
+    /// Seed 004: COPY TO STDOUT text vs binary vs SELECT count(*) on a
+    /// 10M-int table and a mixed-type table, with psql \copy to /dev/null.
+    Export(BenchExportArgs),
+    /// Seed 002: INSERT ... SELECT of 1M rows into a postgres_fdw foreign
+    /// table on a second throwaway server with batch_size 1 and 100, next
+    /// to a local table.
+    #[command(name = "fdw-batch")]
+    FdwBatch(BenchFdwArgs),
+}
+
+/// Flags shared by the concurrent, parallel, export and fdw-batch
+/// scenarios.
+#[derive(Debug, Args)]
+pub struct BenchCommonArgs {
+    /// Connection; repeat to run the same scenario against several servers
+    /// side by side, labelled by server_version (default: the embedded
+    /// server). Scenarios drop and create their own tables there.
+    #[arg(long = "db", short = 'd', value_name = "CONNINFO")]
+    pub db: Vec<String>,
+    /// Runs per measurement (median, min and max are reported).
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Write results as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Draw the medians as grouped horizontal bars into this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub chart: Option<PathBuf>,
+}
+
+/// `pgtide bench concurrent ...`
+#[derive(Debug, Args)]
+pub struct BenchConcurrentArgs {
+    #[command(flatten)]
+    pub common: BenchCommonArgs,
+    /// Client counts to measure.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4, 8, 16])]
+    pub clients: Vec<usize>,
+    /// Seconds each run keeps loading (the seed used 60).
+    #[arg(long, default_value_t = 10.0)]
+    pub seconds: f64,
+    /// Where the 1,000-row file goes (default: a temp dir).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+/// `pgtide bench parallel ...`
+#[derive(Debug, Args)]
+pub struct BenchParallelArgs {
+    #[command(flatten)]
+    pub common: BenchCommonArgs,
+    /// Rows per file, scaled from the seed's sizes (1.0 = 10K and 1M rows;
+    /// the single large file is 8 times the 1M file).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Worker counts for pgtide load on the large file.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4])]
+    pub workers: Vec<usize>,
+    /// Where generated data files go (default: a temp dir the server can
+    /// read).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+/// `pgtide bench export ...`
+#[derive(Debug, Args)]
+pub struct BenchExportArgs {
+    #[command(flatten)]
+    pub common: BenchCommonArgs,
+    /// Rows, scaled from the defaults (1.0 = 10M ints and 2M mixed rows).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+}
+
+/// `pgtide bench fdw-batch ...`
+#[derive(Debug, Args)]
+pub struct BenchFdwArgs {
+    #[command(flatten)]
+    pub common: BenchCommonArgs,
+    /// Rows inserted, scaled from the seed's 1M.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// postgres_fdw batch_size values to measure.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 100])]
+    pub batch_sizes: Vec<u32>,
+}
+
+/// `pgtide bench load ...`
+#[derive(Debug, Args)]
+pub struct BenchLoadArgs {
+    /// Connection (default: the embedded server, as for `load`).
+    #[arg(long, short = 'd')]
+    pub db: Option<String>,
+    /// Rows per data set, scaled from the seeds' sizes (1.0 = 10M rows for
+    /// t_narrow and t, 1M for t_copy1).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Runs per measurement (median, min and max are reported).
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Data sets to run (default: all three).
+    #[arg(long, value_delimiter = ',')]
+    pub datasets: Vec<String>,
+    /// Worker counts for pgtide.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4])]
+    pub workers: Vec<usize>,
+    /// Where generated data files go (default: a temp dir the server can read).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Write results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// `pgtide demo`
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Rows to generate.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub rows: u64,
+    /// pgtide workers.
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+}

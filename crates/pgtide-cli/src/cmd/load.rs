@@ -1,0 +1,77 @@
+//! `pgtide load`: flags -> `LoadOptions` -> `pgtide::load::run` -> summary.
+
+use std::sync::Arc;
+
+use pgtide::copyopts::{option_byte, CopyFormat, Header};
+use pgtide::ident::QualifiedName;
+use pgtide::load::{self, LoadOptions};
+use pgtide::progress::Progress;
+
+use crate::args::{FormatArg, HeaderArg, LoadArgs};
+use crate::render;
+
+/// Runs the load and returns the exit code.
+pub async fn run(a: LoadArgs) -> pgtide::Result<u8> {
+    let opts = options(&a)?;
+    if a.inputs.iter().filter(|i| *i == "-").count() > 1 {
+        return Err(pgtide::Error::config("stdin (-) can be given only once"));
+    }
+    let target = super::target_or_embedded(a.db.as_deref()).await?;
+    let progress = Arc::new(Progress::new(opts.workers));
+    let bar = (!a.quiet && !a.json).then(|| render::ProgressBar::start(progress.clone()));
+    let report = load::run(&target, &opts, progress).await;
+    if let Some(bar) = bar {
+        bar.finish();
+    }
+    let report = report?;
+    render::load_summary(&report, a.json);
+    match &report.failure {
+        None => Ok(crate::EXIT_OK),
+        Some(e) => {
+            render::error(e);
+            Ok(crate::EXIT_ERROR)
+        }
+    }
+}
+
+/// What was typed -> library options (no I/O here).
+fn options(a: &LoadArgs) -> pgtide::Result<LoadOptions> {
+    let format = match a.format {
+        FormatArg::Text => CopyFormat::Text,
+        FormatArg::Csv => CopyFormat::Csv,
+        FormatArg::Binary => CopyFormat::Binary,
+    };
+    let mut o = LoadOptions::new(a.inputs.clone(), QualifiedName::parse(&a.table)?, format);
+    o.columns = a.columns.clone();
+    o.workers = a.workers;
+    o.truncate = a.truncate;
+    o.chunk_bytes = a.chunk_bytes.max(1024);
+    o.message_bytes = a.message_bytes.max(1);
+    let c = &mut o.copy;
+    c.header = match a.header {
+        HeaderArg::False => Header::None,
+        HeaderArg::True => Header::Skip,
+        HeaderArg::Match => Header::Match,
+    };
+    c.delimiter = a
+        .delimiter
+        .as_deref()
+        .map(|v| option_byte("delimiter", v))
+        .transpose()?;
+    c.quote = a
+        .quote
+        .as_deref()
+        .map(|v| option_byte("quote", v))
+        .transpose()?;
+    c.escape = a
+        .escape
+        .as_deref()
+        .map(|v| option_byte("escape", v))
+        .transpose()?;
+    c.null = a.null.clone();
+    c.force_null = a.force_null.clone();
+    c.force_not_null = a.force_not_null.clone();
+    c.encoding = a.encoding.clone();
+    c.validate()?;
+    Ok(o)
+}

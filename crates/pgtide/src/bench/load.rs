@@ -1,0 +1,155 @@
+//! `pgtide bench load`: the seeds' load data sets, pgtide with 1, 2, 4
+//! workers against psql `\copy` and server-side COPY, same run, same
+//! server.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::baseline::{find_psql, psql_copy, server_copy};
+use super::datasets::{Dataset, LOAD_DATASETS};
+use super::Measurement;
+use crate::conn::Target;
+use crate::copyopts::CopyFormat;
+use crate::error::{Error, Result};
+use crate::ident::QualifiedName;
+use crate::load::{self, LoadOptions};
+use crate::progress::Progress;
+
+/// Name of the server-side COPY contender (the usual reference).
+pub const SERVER_COPY: &str = "server COPY FROM file";
+/// Name of the psql contender.
+pub const PSQL_COPY: &str = "psql \\copy";
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct LoadBench {
+    /// Scale of the seeds' row counts.
+    pub scale: f64,
+    /// Runs per contender.
+    pub runs: usize,
+    /// Data set names; empty = all.
+    pub datasets: Vec<String>,
+    /// pgtide worker counts.
+    pub workers: Vec<usize>,
+    /// Where data files are written.
+    pub dir: PathBuf,
+}
+
+/// Runs the scenario; `on_result` sees each measurement as it completes.
+pub async fn run(
+    target: &Target,
+    bench: &LoadBench,
+    mut on_result: impl FnMut(&Measurement),
+) -> Result<Vec<Measurement>> {
+    let client = target.connect().await?;
+    let psql = find_psql();
+    let mut results = Vec::new();
+    for ds in LOAD_DATASETS {
+        if !bench.datasets.is_empty() && !bench.datasets.iter().any(|d| d == ds.name) {
+            continue;
+        }
+        let rows = ds.rows_at(bench.scale);
+        ds.create(&client).await?;
+        let file = ds.generate(&client, &bench.dir, rows).await?;
+        let mut contenders: Vec<String> = vec![SERVER_COPY.into(), PSQL_COPY.into()];
+        contenders.extend(bench.workers.iter().map(|w| pgtide_name(*w)));
+        for who in contenders {
+            let mut m = Measurement {
+                dataset: ds.name.into(),
+                contender: who.clone(),
+                rows,
+                seconds: Vec::new(),
+                skipped: None,
+                ..Default::default()
+            };
+            for _ in 0..bench.runs {
+                client
+                    .batch_execute(&format!("TRUNCATE {}", ds.name))
+                    .await?;
+                // Start each run from the same state: no dirty buffers of
+                // the previous run (ignored where not superuser).
+                let _ = client.batch_execute("CHECKPOINT").await;
+                match time_one(target, &client, psql.as_deref(), ds, &file, &who).await {
+                    Ok(s) => m.seconds.push(s),
+                    Err(e) => {
+                        m.skipped = Some(e.message().to_owned());
+                        break;
+                    }
+                }
+                verify_count(&client, ds, rows, &who).await?;
+            }
+            on_result(&m);
+            results.push(m);
+        }
+    }
+    Ok(results)
+}
+
+/// `pgtide (N workers)`.
+pub fn pgtide_name(workers: usize) -> String {
+    format!(
+        "pgtide ({workers} worker{})",
+        if workers == 1 { "" } else { "s" }
+    )
+}
+
+async fn time_one(
+    target: &Target,
+    client: &tokio_postgres::Client,
+    psql: Option<&std::path::Path>,
+    ds: &Dataset,
+    file: &std::path::Path,
+    who: &str,
+) -> Result<f64> {
+    if who == SERVER_COPY {
+        return server_copy(client, ds.name, file, "").await;
+    }
+    if who == PSQL_COPY {
+        let psql = psql.ok_or_else(|| Error::config("psql not found"))?;
+        let (target, psql, file) = (target.clone(), psql.to_owned(), file.to_owned());
+        let name = ds.name;
+        return tokio::task::spawn_blocking(move || psql_copy(&target, &psql, name, &file, ""))
+            .await
+            .map_err(|e| Error::bug(format!("psql task failed: {e}")))?;
+    }
+    let workers: usize = who
+        .trim_start_matches("pgtide (")
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| Error::bug(format!("unknown contender {who}")))?;
+    let mut opts = LoadOptions::new(
+        vec![file.to_string_lossy().into_owned()],
+        QualifiedName::parse(ds.name)?,
+        CopyFormat::Text,
+    );
+    opts.workers = workers;
+    let start = Instant::now();
+    let report = load::run(target, &opts, Arc::new(Progress::new(workers))).await?;
+    let seconds = start.elapsed().as_secs_f64();
+    match report.failure {
+        Some(e) => Err(e),
+        None => Ok(seconds),
+    }
+}
+
+/// Every contender must load every row, or its time means nothing.
+async fn verify_count(
+    client: &tokio_postgres::Client,
+    ds: &Dataset,
+    rows: u64,
+    who: &str,
+) -> Result<()> {
+    let n: i64 = client
+        .query_one(&format!("SELECT count(*) FROM {}", ds.name), &[])
+        .await?
+        .get(0);
+    if n as u64 != rows {
+        return Err(Error::bug(format!(
+            "{}: {who} loaded {n} rows, expected {rows}",
+            ds.name
+        )));
+    }
+    Ok(())
+}

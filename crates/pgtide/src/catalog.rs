@@ -1,0 +1,134 @@
+//! What pgtide learns from `pg_catalog`: the shape of the target table.
+//!
+//! Every query lives in `sql/*.sql` and takes bound parameters; names reach
+//! SQL only through [`crate::ident`]. Nothing here writes to the database.
+
+use tokio_postgres::types::Oid;
+use tokio_postgres::Client;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::ident::{self, QualifiedName};
+
+/// One column of the target table.
+#[derive(Debug, Clone)]
+pub struct Column {
+    /// Column name as stored (case preserved).
+    pub name: String,
+    /// Type OID (`pg_attribute.atttypid`).
+    pub type_oid: Oid,
+    /// Type modifier (`atttypmod`), -1 when none.
+    pub typmod: i32,
+    /// Declared NOT NULL.
+    pub not_null: bool,
+    /// Has a default expression.
+    pub has_default: bool,
+    /// A generated column (COPY cannot write it).
+    pub generated: bool,
+    /// The type as SQL spells it, e.g. `character varying(32)`.
+    pub type_name: String,
+}
+
+/// The resolved target table.
+#[derive(Debug, Clone)]
+pub struct Table {
+    /// Its OID.
+    pub oid: Oid,
+    /// Schema-qualified name as resolved by the server.
+    pub name: QualifiedName,
+    /// `pg_class.relkind`: `r` table, `p` partitioned, `f` foreign, ...
+    pub kind: char,
+    /// All user columns in table order.
+    pub columns: Vec<Column>,
+}
+
+impl Table {
+    /// Looks up `name` on the server. A missing table is a `Config` error
+    /// whose hint says how to check.
+    pub async fn resolve(client: &Client, name: &QualifiedName) -> Result<Table> {
+        let row = client
+            .query_opt(include_str!("../sql/table.sql"), &[&name.quoted()])
+            .await?
+            .ok_or_else(|| missing_table(name))?;
+        let kind: String = row.get(3);
+        let oid: Oid = row.get(0);
+        let resolved = QualifiedName {
+            schema: Some(row.get(1)),
+            name: row.get(2),
+        };
+        let columns = client
+            .query(include_str!("../sql/columns.sql"), &[&oid])
+            .await?
+            .iter()
+            .map(|r| Column {
+                name: r.get(0),
+                type_oid: r.get(1),
+                typmod: r.get(2),
+                not_null: r.get(3),
+                has_default: r.get(4),
+                generated: r.get(5),
+                type_name: r.get(6),
+            })
+            .collect();
+        Ok(Table {
+            oid,
+            name: resolved,
+            kind: kind.chars().next().unwrap_or('r'),
+            columns,
+        })
+    }
+
+    /// The columns a load writes: the user's list (validated, in file
+    /// order) or every non-generated column in table order.
+    pub fn select(&self, wanted: Option<&[String]>) -> Result<Vec<&Column>> {
+        let Some(wanted) = wanted else {
+            return Ok(self.columns.iter().filter(|c| !c.generated).collect());
+        };
+        let mut out = Vec::with_capacity(wanted.len());
+        for w in wanted {
+            let col = self.columns.iter().find(|c| &c.name == w).ok_or_else(|| {
+                Error::config(format!("table {} has no column {w:?}", self.name))
+                    .with_hint(format!("its columns are: {}", self.column_names()))
+            })?;
+            if out.iter().any(|c: &&Column| c.name == col.name) {
+                return Err(Error::config(format!("column {w:?} is listed twice")));
+            }
+            out.push(col);
+        }
+        Ok(out)
+    }
+
+    /// `a, b, c` for hints.
+    pub fn column_names(&self) -> String {
+        self.columns
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// `"a", "b"` for a COPY or INSERT column list.
+pub fn column_list(columns: &[&Column]) -> String {
+    columns
+        .iter()
+        .map(|c| ident::quote(&c.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn missing_table(name: &QualifiedName) -> Error {
+    Error::new(ErrorKind::Config, format!("table {name} does not exist")).with_hint(
+        "create it first, check the spelling and schema (names are \
+             case-folded unless quoted, e.g. --table '\"MyTable\"'), and the \
+             database given by --db",
+    )
+}
+
+/// The server's major version, e.g. 15 or 17, from `server_version_num`.
+pub async fn server_major(client: &Client) -> Result<u32> {
+    let row = client.query_one("SHOW server_version_num", &[]).await?;
+    let num: String = row.get(0);
+    num.parse::<u32>()
+        .map(|n| n / 10000)
+        .map_err(|_| Error::bug(format!("unexpected server_version_num {num:?}")))
+}

@@ -1,0 +1,353 @@
+//! Cutting an input stream into chunks that end on true record boundaries.
+//!
+//! A [`Chunk`] is the unit of parallelism, of the commit model and (later)
+//! of error isolation: each is loaded by one `COPY ... FROM STDIN` on one
+//! connection. It carries where it came from (first physical line, first
+//! record number, byte offset in the decompressed input) so that any error
+//! the server reports inside it can be mapped back to the original file.
+//!
+//! Boundaries come from `copyfmt::scan`, which parses quoting and escapes
+//! as the server does; a chunk is cut at the last boundary after the target
+//! size (copyfrom.c's byte threshold). The header record, when there is
+//! one, is consumed once per file here, never per chunk. This module opens
+//! no connection and decodes no field.
+
+use std::io::Read;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use copyfmt::scan::{Dialect, Format, Scanner, Stop};
+
+use crate::error::{Error, Result};
+
+/// How much is read from the source per `read` call.
+const READ_SIZE: usize = 256 * 1024;
+
+/// Default chunk size. Big enough that the per-COPY cost (a statement, a
+/// commit, a fresh bulk-insert state on the server) is negligible, small
+/// enough that `workers x chunk x queue depth` stays far below 64 MiB and
+/// that a failed chunk is cheap to isolate. See docs/benchmarks.md.
+pub const DEFAULT_CHUNK_BYTES: usize = 4 << 20;
+
+/// A run of whole records from one input.
+#[derive(Debug, Clone)]
+pub struct Chunk {
+    /// Sequence number across the whole load, from 0.
+    pub seq: u64,
+    /// The input it came from (path or `-`).
+    pub input: Arc<str>,
+    /// The records' bytes, exactly as in the input. For binary input: the
+    /// tuples only, without the file header or trailer.
+    pub data: Bytes,
+    /// 1-based physical line (binary: tuple) of the first record.
+    pub first_line: u64,
+    /// 1-based record number of the first record (the header not counted).
+    pub first_record: u64,
+    /// Offset of `data[0]` in the decompressed input.
+    pub first_byte: u64,
+    /// Number of records in `data`.
+    pub records: u64,
+    /// Number of newline bytes in `data` (binary: = records).
+    pub lines: u64,
+}
+
+/// Whether the first record of a file is a header to consume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderMode {
+    /// There is no header.
+    None,
+    /// The first record is a header: consumed, kept for checking.
+    Consume,
+}
+
+/// The last record boundary found in the buffer, counted from its start.
+#[derive(Debug, Clone, Copy)]
+struct Cut {
+    offset: usize,
+    records: u64,
+    lines: u64,
+}
+
+/// Produces [`Chunk`]s from one decompressed input stream.
+pub struct Chunker {
+    input: Arc<str>,
+    reader: Box<dyn Read + Send>,
+    scanner: Scanner,
+    binary: bool,
+    header_mode: HeaderMode,
+    header: Option<Bytes>,
+    header_done: bool,
+    target: usize,
+    buf: BytesMut,
+    /// Bytes of `buf` already fed to the scanner.
+    scanned: usize,
+    cut: Option<Cut>,
+    /// Newlines in scanned bytes after `cut` (or after the buffer start).
+    tail_lines: u64,
+    /// Where `buf[0]` is in the input.
+    line: u64,
+    record: u64,
+    byte: u64,
+    eof: bool,
+    done: bool,
+    next_seq: u64,
+}
+
+impl Chunker {
+    /// A chunker over `reader`, cutting chunks of about `target` bytes.
+    /// `first_seq` continues the numbering of an earlier input.
+    pub fn new(
+        input: &str,
+        reader: Box<dyn Read + Send>,
+        dialect: Dialect,
+        header_mode: HeaderMode,
+        target: usize,
+        first_seq: u64,
+    ) -> Chunker {
+        let binary = dialect.format == Format::Binary;
+        Chunker {
+            input: input.into(),
+            reader,
+            scanner: Scanner::new(dialect),
+            binary,
+            header_mode,
+            header: None,
+            header_done: false,
+            target: target.max(1),
+            buf: BytesMut::new(),
+            scanned: 0,
+            cut: None,
+            tail_lines: 0,
+            line: 1,
+            record: 1,
+            byte: 0,
+            eof: false,
+            done: false,
+            next_seq: first_seq,
+        }
+    }
+
+    /// The header record (text/CSV, with its terminator) or the binary
+    /// file header, once the first chunk was requested.
+    pub fn header(&self) -> Option<&Bytes> {
+        self.header.as_ref()
+    }
+
+    /// The sequence number the next chunk (of this or a later input) gets.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Whether the input stopped at an end-of-data marker (`\.` or the
+    /// binary trailer) rather than at end of file.
+    pub fn ended_by_marker(&self) -> bool {
+        self.scanner.end_of_data()
+    }
+
+    /// The next chunk, or `None` at the end of the input.
+    pub fn next_chunk(&mut self) -> Result<Option<Chunk>> {
+        if self.done {
+            return Ok(None);
+        }
+        if !self.header_done {
+            self.read_header()?;
+        }
+        loop {
+            self.scan_new();
+            if let Some(e) = self.scanner.error() {
+                return Err(Error::input(format!(
+                    "{}: malformed input near byte {}: {e}",
+                    self.input,
+                    self.byte + self.scanned as u64
+                ))
+                .with_hint("check --format; this file is not valid for it"));
+            }
+            if let Some(cut) = self.cut {
+                if cut.offset >= self.target || self.scanner.end_of_data() {
+                    return Ok(Some(self.take(cut)));
+                }
+            }
+            if self.scanner.end_of_data() || self.eof {
+                return Ok(self.finish());
+            }
+            self.fill()?;
+        }
+    }
+
+    /// Reads once into the buffer; sets `eof` when the source is drained.
+    fn fill(&mut self) -> Result<usize> {
+        let start = self.buf.len();
+        self.buf.resize(start + READ_SIZE, 0);
+        let n = loop {
+            match self.reader.read(&mut self.buf[start..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.buf.truncate(start);
+                    return Err(Error::read(&self.input, e));
+                }
+            }
+        };
+        self.buf.truncate(start + n);
+        self.eof = n == 0;
+        Ok(n)
+    }
+
+    /// Feeds unscanned bytes to the scanner and moves the cut forward:
+    /// every boundary up to the target size, then only the first boundary
+    /// after it, so a chunk ends at the first record end past the target.
+    fn scan_new(&mut self) {
+        while self.scanned < self.buf.len() && !self.scanner.end_of_data() {
+            let before_target = self.scanned < self.target;
+            let (end, stop) = if before_target {
+                (self.buf.len().min(self.target), Stop::Last)
+            } else {
+                (self.buf.len(), Stop::First)
+            };
+            let from = self.scanned;
+            let found = self.scanner.scan(&self.buf[from..end], stop);
+            let consumed = match (stop, found) {
+                (Stop::First, Some(b)) => from + b.offset,
+                _ => end,
+            };
+            self.scanned = consumed;
+            // Offsets shift left when the binary header is taken out of
+            // `buf`; a tuple always ends after the header.
+            let shift = if self.binary {
+                self.strip_binary_header()
+            } else {
+                0
+            };
+            let consumed = consumed - shift;
+            match found {
+                Some(b) => {
+                    let base = self.cut.map_or((0, 0), |c| (c.records, c.lines));
+                    let offset = from + b.offset - shift;
+                    let lines = if self.binary {
+                        b.records
+                    } else {
+                        self.tail_lines + b.lines
+                    };
+                    self.cut = Some(Cut {
+                        offset,
+                        records: base.0 + b.records,
+                        lines: base.1 + lines,
+                    });
+                    self.tail_lines = self.count_lines(offset, consumed);
+                }
+                None => {
+                    let from = from.saturating_sub(shift);
+                    self.tail_lines += self.count_lines(from, consumed);
+                }
+            }
+            if self.scanner.error().is_some() || (!before_target && found.is_some()) {
+                return;
+            }
+        }
+    }
+
+    /// Binary input: the file header is not data; keep it aside so each
+    /// chunk's COPY can send it first.
+    /// Returns how many bytes were taken from the front of `buf`.
+    fn strip_binary_header(&mut self) -> usize {
+        if self.header.is_some() {
+            return 0;
+        }
+        match self.scanner.binary_header_len() {
+            Some(h) if h <= self.buf.len() => {
+                self.header = Some(self.buf.split_to(h).freeze());
+                self.scanned -= h;
+                self.byte += h as u64;
+                h
+            }
+            _ => 0,
+        }
+    }
+
+    fn count_lines(&self, from: usize, to: usize) -> u64 {
+        if self.binary {
+            0
+        } else {
+            memchr::memchr_iter(b'\n', &self.buf[from..to]).count() as u64
+        }
+    }
+
+    /// Consumes the header record of a text/CSV file.
+    fn read_header(&mut self) -> Result<()> {
+        self.header_done = true;
+        if self.header_mode == HeaderMode::None || self.binary {
+            return Ok(());
+        }
+        let mut lines = 0;
+        loop {
+            let from = self.scanned;
+            if let Some(b) = self.scanner.scan(&self.buf[from..], Stop::First) {
+                let end = from + b.offset;
+                self.header = Some(self.buf.split_to(end).freeze());
+                self.line += lines + b.lines;
+                self.byte += end as u64;
+                self.scanned = 0;
+                return Ok(());
+            }
+            lines += self.count_lines(from, self.buf.len());
+            self.scanned = self.buf.len();
+            if self.eof || self.fill()? == 0 {
+                // A file that is nothing but a header (or empty).
+                self.header = Some(self.buf.split().freeze());
+                self.scanned = 0;
+                self.done = true;
+                return Ok(());
+            }
+        }
+    }
+
+    fn take(&mut self, cut: Cut) -> Chunk {
+        let data = self.buf.split_to(cut.offset).freeze();
+        self.scanned -= cut.offset;
+        self.cut = None;
+        self.make(data, cut.records, cut.lines)
+    }
+
+    /// The last chunk: whatever whole records remain, plus a final record
+    /// without a terminating newline (which COPY accepts).
+    fn finish(&mut self) -> Option<Chunk> {
+        self.done = true;
+        if self.scanner.end_of_data() {
+            let cut = self.cut?;
+            return (cut.offset > 0).then(|| self.take(cut));
+        }
+        if self.scanner.finish() {
+            // The input ends with an unterminated `\.`: the end marker,
+            // not a record.
+            let cut = self.cut?;
+            return (cut.offset > 0).then(|| self.take(cut));
+        }
+        let (records, lines) = self.cut.map_or((0, 0), |c| (c.records, c.lines));
+        let tail_len = self.buf.len() - self.cut.map_or(0, |c| c.offset);
+        if self.buf.is_empty() {
+            return None;
+        }
+        let extra = u64::from(tail_len > 0);
+        let data = self.buf.split().freeze();
+        self.cut = None;
+        Some(self.make(data, records + extra, lines + self.tail_lines))
+    }
+
+    fn make(&mut self, data: Bytes, records: u64, lines: u64) -> Chunk {
+        let chunk = Chunk {
+            seq: self.next_seq,
+            input: self.input.clone(),
+            first_line: self.line,
+            first_record: self.record,
+            first_byte: self.byte,
+            records,
+            lines,
+            data,
+        };
+        self.next_seq += 1;
+        self.line += if self.binary { records } else { lines };
+        self.record += records;
+        self.byte += chunk.data.len() as u64;
+        chunk
+    }
+}

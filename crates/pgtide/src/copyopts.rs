@@ -1,0 +1,208 @@
+//! What a `COPY ... FROM STDIN` statement says: format and options, with
+//! PostgreSQL's meanings.
+//!
+//! The options are passed through to the server unchanged, so that the
+//! server parses each chunk exactly as it would parse the whole file.
+//! The one exception is `HEADER`: pgtide consumes the header line once per
+//! file on the client (a chunk must never lose its first row to it) and
+//! checks `HEADER MATCH` itself against the column names.
+
+use copyfmt::scan::Dialect;
+
+use crate::error::{Error, Result};
+use crate::ident::{quote, quote_literal};
+
+/// Input format, with COPY's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyFormat {
+    /// PostgreSQL text format (tab-separated, backslash escapes).
+    Text,
+    /// CSV.
+    Csv,
+    /// PostgreSQL binary COPY format.
+    Binary,
+}
+
+/// The header line's treatment, as COPY's `HEADER` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Header {
+    /// No header line.
+    #[default]
+    None,
+    /// The first line of each file is a header and is skipped.
+    Skip,
+    /// Skipped, but must name the loaded columns in order.
+    Match,
+}
+
+/// COPY options as the user gave them (`None` = the server's default).
+#[derive(Debug, Clone)]
+pub struct CopyOptions {
+    /// FORMAT.
+    pub format: CopyFormat,
+    /// HEADER, handled client-side.
+    pub header: Header,
+    /// DELIMITER (one byte).
+    pub delimiter: Option<u8>,
+    /// QUOTE (CSV only, one byte).
+    pub quote: Option<u8>,
+    /// ESCAPE (CSV only, one byte).
+    pub escape: Option<u8>,
+    /// NULL string.
+    pub null: Option<String>,
+    /// FORCE_NULL columns (CSV only).
+    pub force_null: Vec<String>,
+    /// FORCE_NOT_NULL columns (CSV only).
+    pub force_not_null: Vec<String>,
+    /// ENCODING of the input.
+    pub encoding: Option<String>,
+}
+
+impl CopyOptions {
+    /// Defaults for `format`.
+    pub fn new(format: CopyFormat) -> Self {
+        CopyOptions {
+            format,
+            header: Header::None,
+            delimiter: None,
+            quote: None,
+            escape: None,
+            null: None,
+            force_null: Vec::new(),
+            force_not_null: Vec::new(),
+            encoding: None,
+        }
+    }
+
+    /// Rejects combinations that COPY would reject, before connecting.
+    pub fn validate(&self) -> Result<()> {
+        let csv_only = self.quote.is_some()
+            || self.escape.is_some()
+            || !self.force_null.is_empty()
+            || !self.force_not_null.is_empty();
+        if self.format != CopyFormat::Csv && csv_only {
+            return Err(Error::config(
+                "--quote, --escape, --force-null and --force-not-null need --format csv",
+            ));
+        }
+        if self.format == CopyFormat::Binary
+            && (self.delimiter.is_some() || self.null.is_some() || self.header != Header::None)
+        {
+            return Err(Error::config(
+                "--delimiter, --null and --header do not apply to --format binary",
+            ));
+        }
+        for b in [self.delimiter, self.quote, self.escape]
+            .into_iter()
+            .flatten()
+        {
+            if b == b'\n' || b == b'\r' || !b.is_ascii() {
+                return Err(Error::config(
+                    "delimiter, quote and escape must be single ASCII characters other than newline",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The scanner dialect that finds row boundaries as the server would.
+    /// `server_major` matters because PostgreSQL 18 stopped treating `\.`
+    /// as an end-of-data marker in CSV.
+    pub fn dialect(&self, server_major: u32) -> Dialect {
+        let mut d = match self.format {
+            CopyFormat::Text => Dialect::text(),
+            CopyFormat::Csv => Dialect::csv(),
+            CopyFormat::Binary => return Dialect::binary(),
+        };
+        if let Some(b) = self.delimiter {
+            d.delimiter = b;
+        }
+        if self.format == CopyFormat::Csv {
+            d.quote = self.quote.unwrap_or(b'"');
+            d.escape = self.escape.unwrap_or(d.quote);
+            d.end_marker = server_major < 18;
+        }
+        d
+    }
+
+    /// `COPY <table> (<cols>) FROM STDIN WITH (...)`. Names are quoted by
+    /// `ident`; option values are literals because COPY takes no bound
+    /// parameters.
+    pub fn copy_from_sql(&self, table: &str, columns: Option<&str>) -> String {
+        let mut opts = vec![format!(
+            "FORMAT {}",
+            match self.format {
+                CopyFormat::Text => "text",
+                CopyFormat::Csv => "csv",
+                CopyFormat::Binary => "binary",
+            }
+        )];
+        let byte = |b: u8| quote_literal(&(b as char).to_string());
+        if let Some(b) = self.delimiter {
+            opts.push(format!("DELIMITER {}", byte(b)));
+        }
+        if let Some(b) = self.quote {
+            opts.push(format!("QUOTE {}", byte(b)));
+        }
+        if let Some(b) = self.escape {
+            opts.push(format!("ESCAPE {}", byte(b)));
+        }
+        if let Some(n) = &self.null {
+            opts.push(format!("NULL {}", quote_literal(n)));
+        }
+        let list = |cols: &[String]| cols.iter().map(|c| quote(c)).collect::<Vec<_>>().join(", ");
+        if !self.force_null.is_empty() {
+            opts.push(format!("FORCE_NULL ({})", list(&self.force_null)));
+        }
+        if !self.force_not_null.is_empty() {
+            opts.push(format!("FORCE_NOT_NULL ({})", list(&self.force_not_null)));
+        }
+        if let Some(e) = &self.encoding {
+            opts.push(format!("ENCODING {}", quote_literal(e)));
+        }
+        let cols = columns.map(|c| format!(" ({c})")).unwrap_or_default();
+        format!("COPY {table}{cols} FROM STDIN WITH ({})", opts.join(", "))
+    }
+}
+
+/// Parses a one-character option such as `--delimiter`, accepting the
+/// escapes people type in shells (`\t`).
+pub fn option_byte(name: &str, value: &str) -> Result<u8> {
+    let b = match value {
+        "\\t" | "tab" => b'\t',
+        v if v.len() == 1 => v.as_bytes()[0],
+        _ => {
+            return Err(Error::config(format!(
+                "--{name} must be a single one-byte character, got {value:?}"
+            ))
+            .with_hint("for a tab, pass --delimiter '\\t'"))
+        }
+    };
+    Ok(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builds_copy_with_quoted_options() {
+        let mut o = CopyOptions::new(CopyFormat::Csv);
+        o.delimiter = Some(b';');
+        o.null = Some("it's".into());
+        o.force_null = vec!["A b".into()];
+        let sql = o.copy_from_sql("\"public\".\"t\"", Some("\"A b\""));
+        assert_eq!(
+            sql,
+            "COPY \"public\".\"t\" (\"A b\") FROM STDIN WITH (FORMAT csv, \
+             DELIMITER E';', NULL E'it''s', FORCE_NULL (\"A b\"))"
+        );
+    }
+
+    #[test]
+    fn csv_only_options_need_csv() {
+        let mut o = CopyOptions::new(CopyFormat::Text);
+        o.quote = Some(b'\'');
+        assert!(o.validate().is_err());
+    }
+}

@@ -1,0 +1,221 @@
+//! Loading inputs into a table.
+//!
+//! ```text
+//! source (read + decompress, one thread)
+//!   -> chunk::Chunker (cut at record boundaries)
+//!   -> bounded channel of Chunks (depth = workers)
+//!   -> N workers, one connection each -> copy::copy_chunk
+//! ```
+//!
+//! # Commit model
+//! Each chunk is one `COPY ... FROM STDIN` statement in autocommit mode:
+//! it is committed when it completes, on its own, whatever the number of
+//! workers. When a chunk fails, no new chunk is started, chunks already
+//! running finish (and commit), and the report lists exactly which input
+//! line ranges were committed. A failed load can therefore be resumed by
+//! loading the lines that are not listed, or redone with `--truncate`.
+//! Memory is bounded by `workers x chunk size x 2` whatever the input size.
+
+pub mod copy;
+mod failure;
+mod workers;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::catalog::{self, Table};
+use crate::chunk::DEFAULT_CHUNK_BYTES;
+use crate::conn::Target;
+use crate::copyopts::{CopyFormat, CopyOptions};
+use crate::error::{Error, Result};
+use crate::ident::QualifiedName;
+use crate::progress::Progress;
+
+pub use failure::RowFailure;
+
+/// What to load, where and how.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// Input paths; `-` is stdin.
+    pub inputs: Vec<String>,
+    /// Target table.
+    pub table: QualifiedName,
+    /// Columns in file order; `None` = all non-generated columns.
+    pub columns: Option<Vec<String>>,
+    /// Format and COPY options.
+    pub copy: CopyOptions,
+    /// Connections loading in parallel.
+    pub workers: usize,
+    /// Target chunk size in bytes.
+    pub chunk_bytes: usize,
+    /// CopyData message size in bytes.
+    pub message_bytes: usize,
+    /// `TRUNCATE` the table before loading.
+    pub truncate: bool,
+}
+
+impl LoadOptions {
+    /// Defaults: one worker, 4 MiB chunks, 64 KiB messages.
+    pub fn new(inputs: Vec<String>, table: QualifiedName, format: CopyFormat) -> Self {
+        LoadOptions {
+            inputs,
+            table,
+            columns: None,
+            copy: CopyOptions::new(format),
+            workers: 1,
+            chunk_bytes: DEFAULT_CHUNK_BYTES,
+            message_bytes: copy::MESSAGE_BYTES,
+            truncate: false,
+        }
+    }
+}
+
+/// Input lines `first..=last` of `input` were committed (`rows` rows).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct LineRange {
+    /// Input name.
+    pub input: String,
+    /// First physical line (1-based).
+    pub first: u64,
+    /// Last physical line.
+    pub last: u64,
+    /// Rows in the range.
+    pub rows: u64,
+}
+
+/// What a load did. Returned even when it failed midway, so the caller can
+/// say what was committed.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// Rows cut from the inputs (header lines excluded).
+    pub rows_read: u64,
+    /// Rows the server confirmed as loaded and committed.
+    pub rows_loaded: u64,
+    /// Rows rejected (always 0 until reject files exist).
+    pub rows_rejected: u64,
+    /// Decompressed input bytes sent in committed chunks.
+    pub bytes: u64,
+    /// Wall time of the load.
+    pub seconds: f64,
+    /// Connections used.
+    pub workers: usize,
+    /// Load method.
+    pub method: &'static str,
+    /// `server_version` of the target.
+    pub server_version: String,
+    /// Chunks committed.
+    pub chunks: u64,
+    /// The table loaded into, as resolved.
+    pub table: String,
+    /// Committed input line ranges (merged).
+    pub committed: Vec<LineRange>,
+    /// Things the user should know (e.g. an end-of-data marker).
+    pub notes: Vec<String>,
+    /// Why the load stopped, when it did.
+    #[serde(skip)]
+    pub failure: Option<Error>,
+    /// Where in the input the failure is, when it is one row.
+    pub failed_row: Option<RowFailure>,
+}
+
+impl Report {
+    /// Rows per second over the wall time.
+    pub fn rows_per_sec(&self) -> f64 {
+        self.rows_loaded as f64 / self.seconds.max(1e-9)
+    }
+    /// Megabytes (10^6) per second over the wall time.
+    pub fn mb_per_sec(&self) -> f64 {
+        self.bytes as f64 / 1e6 / self.seconds.max(1e-9)
+    }
+}
+
+/// Loads `opts.inputs` into `opts.table` on `target`.
+///
+/// Errors that happen before any row is sent (connection, missing table,
+/// unreadable first input, bad options) are returned as `Err`. Once rows
+/// flow, the result is a [`Report`] whose `failure` says why it stopped.
+pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -> Result<Report> {
+    opts.copy.validate()?;
+    if opts.workers == 0 {
+        return Err(Error::config("--workers must be at least 1"));
+    }
+    let start = Instant::now();
+    let control = target.connect().await?;
+    let server_version: String = control.query_one("SHOW server_version", &[]).await?.get(0);
+    let major = catalog::server_major(&control).await?;
+    let table = Table::resolve(&control, &opts.table).await?;
+    let columns = table.select(opts.columns.as_deref())?;
+    check_forced_columns(&opts.copy, &columns, &table)?;
+    let column_names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+    let list = opts
+        .columns
+        .as_ref()
+        .map(|_| catalog::column_list(&columns));
+    let sql = opts
+        .copy
+        .copy_from_sql(&table.name.quoted(), list.as_deref());
+    if opts.truncate {
+        control
+            .batch_execute(&format!("TRUNCATE {}", table.name.quoted()))
+            .await?;
+    }
+    drop(control);
+    let plan = workers::Plan {
+        target: target.clone(),
+        sql,
+        dialect: opts.copy.dialect(major),
+        format: opts.copy.format,
+        header: opts.copy.header,
+        column_names,
+        relname: table.name.name.clone(),
+        inputs: opts.inputs.clone(),
+        workers: opts.workers,
+        chunk_bytes: opts.chunk_bytes,
+        message_bytes: opts.message_bytes,
+    };
+    let outcome = workers::execute(plan, progress).await?;
+    let mut report = Report {
+        rows_read: outcome.rows_read,
+        rows_loaded: outcome.rows_loaded,
+        rows_rejected: 0,
+        bytes: outcome.bytes,
+        seconds: start.elapsed().as_secs_f64(),
+        workers: opts.workers,
+        method: "copy",
+        server_version,
+        chunks: outcome.chunks,
+        table: table.name.to_string(),
+        committed: outcome.committed,
+        notes: outcome.notes,
+        failure: outcome.failure,
+        failed_row: outcome.failed_row,
+    };
+    if report.failure.is_none() && report.rows_read != report.rows_loaded + report.rows_rejected {
+        report.failure = Some(Error::bug(format!(
+            "rows read ({}) != rows loaded ({}) + rows rejected ({})",
+            report.rows_read, report.rows_loaded, report.rows_rejected
+        )));
+    }
+    Ok(report)
+}
+
+/// FORCE_NULL / FORCE_NOT_NULL must name loaded columns (COPY's rule),
+/// checked before any data moves.
+fn check_forced_columns(
+    copy: &CopyOptions,
+    columns: &[&catalog::Column],
+    table: &Table,
+) -> Result<()> {
+    for name in copy.force_null.iter().chain(&copy.force_not_null) {
+        if !columns.iter().any(|c| &c.name == name) {
+            return Err(Error::config(format!(
+                "FORCE_NULL/FORCE_NOT_NULL column {name:?} is not loaded into {}",
+                table.name
+            ))
+            .with_hint("name columns that are in --columns (or in the table)"));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what a fresh machine lacks to build and test pgtide: OpenSSL
+# headers and pkg-config (for TLS), a PostgreSQL server and psql. Safe to
+# run again; does nothing when everything is there.
+set -euo pipefail
+
+need=()
+command -v pkg-config >/dev/null || need+=(pkg-config)
+[ -f /usr/include/openssl/ssl.h ] || need+=(libssl-dev)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+command -v psql >/dev/null || need+=(postgresql-client)
+command -v xz >/dev/null || need+=(xz-utils)
+command -v unzip >/dev/null || need+=(unzip)
+
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}"
+  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
+fi

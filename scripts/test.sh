@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run): lint, then the whole suite against
+# real throwaway PostgreSQL clusters, once per server version.
+#
+#   scripts/test.sh            PG 15 (Debian's) and PG 17 (fetched from Maven)
+#   PGTIDE_VERSIONS="15" scripts/test.sh   only some versions
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+versions=${PGTIDE_VERSIONS:-"15 17.5.0"}
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+# Build everything once; each server version then only runs the tests.
+cargo test --workspace --no-run --quiet
+cargo bench --workspace --no-run --quiet
+
+for v in $versions; do
+  case "$v" in
+    15) bin=/usr/lib/postgresql/15/bin ;;
+    *) bin=$(scripts/fetch-postgres.sh "$v") ;;
+  esac
+  echo "== tests against PostgreSQL $v ($bin)"
+  PGTIDE_TEST_PGBIN="$bin" cargo test --workspace --quiet
+done
