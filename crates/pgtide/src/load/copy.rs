@@ -2,14 +2,12 @@
 //! `COPY ... FROM STDIN`.
 //!
 //! The bytes are never re-encoded; they are cut into CopyData messages of
-//! [`MESSAGE_BYTES`]. Each chunk is one COPY statement, committed on its own
-//! (autocommit), which is the commit model documented in `load`.
+//! [`MESSAGE_BYTES`]. The caller (`method`) wraps it in the batch's
+//! transaction.
 
 use bytes::Bytes;
 use futures_util::SinkExt;
 use tokio_postgres::Client;
-
-use crate::chunk::Chunk;
 
 /// CopyData message size. psql 14 sent one message per row and psql 15
 /// sends 8 KiB; larger messages cut per-message work on both sides until
@@ -29,12 +27,13 @@ pub struct Framing {
     pub binary_trailer: bool,
 }
 
-/// Runs one COPY for `chunk`; returns the server's row count.
-pub async fn copy_chunk(
+/// Runs one COPY of `data` (whole records); returns the server's row
+/// count.
+pub async fn copy_bytes(
     client: &Client,
     sql: &str,
     framing: &Framing,
-    chunk: &Chunk,
+    data: &Bytes,
     message_bytes: usize,
 ) -> Result<u64, tokio_postgres::Error> {
     let sink = client.copy_in::<_, Bytes>(sql).await?;
@@ -42,7 +41,6 @@ pub async fn copy_chunk(
     if let Some(prefix) = &framing.prefix {
         sink.feed(prefix.clone()).await?;
     }
-    let data = &chunk.data;
     let step = message_bytes.max(1);
     let mut off = 0;
     while off < data.len() {

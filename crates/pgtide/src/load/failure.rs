@@ -2,11 +2,11 @@
 //!
 //! The server only knows the chunk: its error context says
 //! `COPY t, line N[, column c: "v"]` relative to the COPY it ran. This
-//! module finds the record that N designates (CSV counts newlines inside
-//! quoted fields into N, text and binary count records) and reports the
-//! record's first physical line and byte offset in the input file.
+//! module reads N (and the column) from that context; `method` turns N
+//! into a record of the batch, and [`RowFailure`] places that record in
+//! the input file: first physical line, record number, byte offset.
 
-use copyfmt::scan::{self, Dialect, Format};
+use copyfmt::scan::{self, Dialect, Format, RecordSpan};
 use serde::Serialize;
 
 use crate::chunk::Chunk;
@@ -30,44 +30,63 @@ pub struct RowFailure {
     pub message: String,
 }
 
-/// Locates the failing row of `chunk` from the server's error.
-pub fn locate(
-    chunk: &Chunk,
-    dialect: &Dialect,
-    relname: &str,
-    err: &tokio_postgres::Error,
-) -> Option<RowFailure> {
-    let db = err.as_db_error()?;
-    let (line, column) = parse_context(db.where_()?, relname)?;
-    let (index, span) = match dialect.format {
-        Format::Csv => scan::records(dialect, &chunk.data)
-            .enumerate()
-            .take_while(|(_, s)| s.line < line)
-            .last()?,
-        _ => scan::records(dialect, &chunk.data)
-            .enumerate()
-            .nth(usize::try_from(line).ok()?.checked_sub(1)?)?,
-    };
-    let line_in_file = match dialect.format {
-        Format::Binary => chunk.first_line + index as u64,
-        _ => chunk.first_line + span.line,
-    };
-    Some(RowFailure {
-        input: chunk.input.to_string(),
-        line: line_in_file,
-        record: chunk.first_record + index as u64,
-        byte: chunk.first_byte + span.start as u64,
-        column,
-        sqlstate: Some(db.code().code().to_owned()),
-        message: db.message().to_owned(),
-    })
+impl RowFailure {
+    /// The failure of record `index` (0-based, in the chunk) whose bytes
+    /// are `span` of `chunk.data`, from the server's error.
+    pub fn new(
+        chunk: &Chunk,
+        format: Format,
+        index: u64,
+        span: &RecordSpan,
+        relname: &str,
+        err: &tokio_postgres::Error,
+    ) -> RowFailure {
+        let db = err.as_db_error();
+        let column = db
+            .and_then(|d| d.where_())
+            .and_then(|w| parse_context(w, relname))
+            .and_then(|(_, c)| c)
+            .or_else(|| db.and_then(|d| d.column()).map(str::to_owned));
+        RowFailure {
+            input: chunk.input.to_string(),
+            line: match format {
+                Format::Binary => chunk.first_line + index,
+                _ => chunk.first_line + span.line,
+            },
+            record: chunk.first_record + index,
+            byte: chunk.first_byte + span.start as u64,
+            column,
+            sqlstate: err.code().map(|c| c.code().to_owned()),
+            message: db.map_or_else(|| err.to_string(), |d| d.message().to_owned()),
+        }
+    }
+
+    /// Locates record `index` of `chunk` by scanning it (for one-off
+    /// failures; isolation keeps the spans instead).
+    pub fn locate(
+        chunk: &Chunk,
+        dialect: &Dialect,
+        index: u64,
+        relname: &str,
+        err: &tokio_postgres::Error,
+    ) -> Option<RowFailure> {
+        let span = scan::records(dialect, &chunk.data).nth(usize::try_from(index).ok()?)?;
+        Some(RowFailure::new(
+            chunk,
+            dialect.format,
+            index,
+            &span,
+            relname,
+            err,
+        ))
+    }
 }
 
 /// From `COPY t, line 3, column b: "x"` returns `(3, Some("b"))`. The word
 /// "line" may be translated, so the number is taken as the first digits
 /// after `COPY <relname>, `; the column is read only from the untranslated
 /// English form.
-fn parse_context(context: &str, relname: &str) -> Option<(u64, Option<String>)> {
+pub(super) fn parse_context(context: &str, relname: &str) -> Option<(u64, Option<String>)> {
     let head = format!("COPY {relname}, ");
     let rest = context.lines().find_map(|l| l.strip_prefix(&head))?;
     let digits_at = rest.find(|c: char| c.is_ascii_digit())?;

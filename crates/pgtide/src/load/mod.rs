@@ -8,9 +8,9 @@
 //! ```
 //!
 //! # Commit model
-//! Each chunk is one `COPY ... FROM STDIN` statement in autocommit mode:
-//! it is committed when it completes, on its own, whatever the number of
-//! workers. When a chunk fails, no new chunk is started, chunks already
+//! Each chunk is loaded in its own transaction (`BEGIN`, the method's
+//! statements, `COMMIT`) and is committed on its own, whatever the number
+//! of workers. When a chunk fails, no new chunk is started, chunks already
 //! running finish (and commit), and the report lists exactly which input
 //! line ranges were committed. A failed load can therefore be resumed by
 //! loading the lines that are not listed, or redone with `--truncate`.
@@ -18,6 +18,7 @@
 
 pub mod copy;
 mod failure;
+pub mod method;
 mod workers;
 
 use std::sync::Arc;
@@ -34,6 +35,7 @@ use crate::ident::QualifiedName;
 use crate::progress::Progress;
 
 pub use failure::RowFailure;
+pub use method::Method;
 
 /// What to load, where and how.
 #[derive(Debug, Clone)]
@@ -54,6 +56,8 @@ pub struct LoadOptions {
     pub message_bytes: usize,
     /// `TRUNCATE` the table before loading.
     pub truncate: bool,
+    /// How rows are sent.
+    pub method: Method,
 }
 
 impl LoadOptions {
@@ -68,6 +72,7 @@ impl LoadOptions {
             chunk_bytes: DEFAULT_CHUNK_BYTES,
             message_bytes: copy::MESSAGE_BYTES,
             truncate: false,
+            method: Method::Copy,
         }
     }
 }
@@ -164,6 +169,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     drop(control);
     let plan = workers::Plan {
         target: target.clone(),
+        method: opts.method,
         sql,
         dialect: opts.copy.dialect(major),
         format: opts.copy.format,
@@ -183,7 +189,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         bytes: outcome.bytes,
         seconds: start.elapsed().as_secs_f64(),
         workers: opts.workers,
-        method: "copy",
+        method: opts.method.name(),
         server_version,
         chunks: outcome.chunks,
         table: table.name.to_string(),

@@ -13,8 +13,9 @@ use bytes::Bytes;
 use copyfmt::fields::{split_record, Fields, NullSpec};
 use copyfmt::scan::Dialect;
 
-use super::copy::{copy_chunk, Framing};
-use super::failure::{locate, RowFailure};
+use super::copy::Framing;
+use super::failure::RowFailure;
+use super::method::{Batch, BatchError, Loader, LoaderSpec, Method};
 use super::LineRange;
 use crate::chunk::{Chunk, Chunker, HeaderMode};
 use crate::conn::Target;
@@ -26,6 +27,7 @@ use crate::source::Source;
 /// Everything the pool needs, resolved by `load::run`.
 pub(super) struct Plan {
     pub target: Target,
+    pub method: Method,
     pub sql: String,
     pub dialect: Dialect,
     pub format: CopyFormat,
@@ -105,51 +107,23 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
     } else {
         None
     };
-    let framing = Arc::new(Framing {
-        binary_trailer: prefix.is_some(),
-        prefix,
+    let spec = Arc::new(LoaderSpec {
+        method: plan.method,
+        copy_sql: plan.sql.clone(),
+        framing: Framing {
+            binary_trailer: prefix.is_some(),
+            prefix,
+        },
+        message_bytes: plan.message_bytes,
+        dialect: plan.dialect.clone(),
+        relname: plan.relname.clone(),
     });
     let shared = Arc::new(Mutex::new(Shared::default()));
     let mut tasks = Vec::new();
     for (id, client) in clients.into_iter().enumerate() {
-        let (plan, rx, shared, framing, progress) = (
-            plan.clone(),
-            rx.clone(),
-            shared.clone(),
-            framing.clone(),
-            progress.clone(),
-        );
-        tasks.push(tokio::spawn(async move {
-            while let Ok(chunk) = rx.recv().await {
-                let result =
-                    copy_chunk(&client, &plan.sql, &framing, &chunk, plan.message_bytes).await;
-                let mut s = shared.lock().expect("worker state lock");
-                match result {
-                    Ok(rows) => {
-                        Progress::add(&progress.rows_loaded, rows);
-                        Progress::add(&progress.worker_rows[id], rows);
-                        s.done.push(Done {
-                            seq: chunk.seq,
-                            input: chunk.input.clone(),
-                            first_line: chunk.first_line,
-                            last_line: last_line(&chunk),
-                            rows,
-                            bytes: chunk.data.len() as u64,
-                        });
-                    }
-                    Err(e) => {
-                        let row = locate(&chunk, &plan.dialect, &plan.relname, &e);
-                        s.failed.push(Failed {
-                            seq: chunk.seq,
-                            error: chunk_error(&chunk, row.as_ref(), e),
-                            row,
-                        });
-                        rx.close();
-                        break;
-                    }
-                }
-            }
-        }));
+        let loader = Loader::new(client, spec.clone());
+        let (rx, shared, progress) = (rx.clone(), shared.clone(), progress.clone());
+        tasks.push(tokio::spawn(work(id, loader, rx, shared, progress)));
     }
     drop(rx);
     for t in tasks {
@@ -161,6 +135,64 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         .join()
         .map_err(|_| Error::bug("the input reader thread panicked"))?;
     Ok(summarize(shared, read))
+}
+
+/// One worker: chunks from the channel until it closes or a chunk fails.
+async fn work(
+    id: usize,
+    mut loader: Loader,
+    rx: async_channel::Receiver<Chunk>,
+    shared: Arc<Mutex<Shared>>,
+    progress: Arc<Progress>,
+) {
+    while let Ok(chunk) = rx.recv().await {
+        let batch = Batch {
+            data: chunk.data.clone(),
+            records: chunk.records,
+        };
+        let result = loader.load(&batch).await;
+        let mut s = shared.lock().expect("worker state lock");
+        match result {
+            Ok(rows) => {
+                Progress::add(&progress.rows_loaded, rows);
+                Progress::add(&progress.worker_rows[id], rows);
+                s.done.push(Done {
+                    seq: chunk.seq,
+                    input: chunk.input.clone(),
+                    first_line: chunk.first_line,
+                    last_line: last_line(&chunk),
+                    rows,
+                    bytes: chunk.data.len() as u64,
+                });
+            }
+            Err(e) => {
+                s.failed.push(failed_chunk(&chunk, loader.spec(), e));
+                rx.close();
+                break;
+            }
+        }
+    }
+}
+
+fn failed_chunk(chunk: &Chunk, spec: &LoaderSpec, e: BatchError) -> Failed {
+    let row = e
+        .record
+        .and_then(|i| RowFailure::locate(chunk, &spec.dialect, i, &spec.relname, &e.error));
+    let mut error = chunk_error(chunk, row.as_ref(), e.error);
+    if e.commit_unknown {
+        error = error.with_hint(format!(
+            "the connection broke while committing lines {}-{} of {}: check whether they \
+             are in the table before loading them again",
+            chunk.first_line,
+            last_line(chunk),
+            chunk.input
+        ));
+    }
+    Failed {
+        seq: chunk.seq,
+        error,
+        row,
+    }
 }
 
 fn summarize(shared: Arc<Mutex<Shared>>, read: Result<ReadStats>) -> Outcome {
