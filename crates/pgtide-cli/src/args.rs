@@ -150,6 +150,18 @@ pub struct LoadArgs {
     #[arg(long, value_name = "BYTES", default_value_t = pgtide::load::copy::MESSAGE_BYTES, hide = true)]
     pub message_bytes: usize,
 
+    /// Write rows the server refuses to this file (same format as the
+    /// input, header included, so it can be fixed and loaded again with the
+    /// same command) and their reasons to FILE.log (one JSON object per
+    /// row: line, record, byte offset, column, SQLSTATE, message), instead
+    /// of stopping at the first bad row.
+    #[arg(long, value_name = "FILE")]
+    pub rejects: Option<std::path::PathBuf>,
+
+    /// With --rejects: stop once more than N rows were rejected.
+    #[arg(long, value_name = "N", requires = "rejects")]
+    pub max_rejects: Option<u64>,
+
     /// No progress bar.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -162,14 +174,22 @@ pub struct LoadArgs {
 const LOAD_AFTER_HELP: &str = "\
 Commit model:
   The input is cut into chunks of about --chunk-bytes at true row boundaries.
-  Each chunk is loaded by its own COPY statement and committed on its own,
+  Each chunk is loaded in its own transaction and committed on its own,
   whatever the number of workers. If a chunk fails, no new chunk starts,
   chunks already running finish, and the summary lists exactly which input
-  line ranges were committed. Reload the rest, or start over with --truncate.
+  line ranges are done. Reload the rest, or start over with --truncate.
+  With --rejects, a chunk with bad rows is retried in parts until every
+  good row is committed and every bad row is in the reject file: rows read
+  = rows loaded + rows rejected, checked and printed at the end.
+  A broken connection is retried (reconnecting with backoff) only when
+  nothing of the chunk can have been committed.
 
 Exit codes:
   0  every row was loaded
-  2  error (bad options, connection, missing table, a row the server refused)
+  1  the load finished, but some rows were rejected (see --rejects)
+  2  error (bad options, connection, missing table, a row the server
+     refused without --rejects)
+  3  stopped because more than --max-rejects rows were rejected
 
 Examples:
   pgtide load data.csv --table public.events --format csv --header

@@ -15,8 +15,12 @@ use args::{Cli, Command};
 
 /// Every row was loaded / the command succeeded.
 pub(crate) const EXIT_OK: u8 = 0;
+/// The load finished, and some rows went to the reject file.
+pub(crate) const EXIT_REJECTS: u8 = 1;
 /// Any error, usage errors included (clap's convention).
 pub(crate) const EXIT_ERROR: u8 = 2;
+/// Stopped: more rows were rejected than --max-rejects allows.
+pub(crate) const EXIT_REJECT_LIMIT: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -45,12 +45,19 @@ pub fn load_summary(r: &Report, json: bool) {
         println!("{v}");
         return;
     }
+    let see = r
+        .rejects_path
+        .as_ref()
+        .map(|p| format!(" (see {p})"))
+        .unwrap_or_default();
     println!(
-        "loaded {} rows, rejected {} rows, read {} rows into {} in {:.2} s \
-         ({:.0} rows/s, {:.1} MB/s, {} worker{}, method {}, PostgreSQL {})",
+        "loaded {} rows, rejected {} rows{see}, read {} rows",
         thousands(r.rows_loaded),
         thousands(r.rows_rejected),
         thousands(r.rows_read),
+    );
+    println!(
+        "into {} in {:.2} s ({:.0} rows/s, {:.1} MB/s, {} worker{}, method {}, PostgreSQL {})",
         r.table,
         r.seconds,
         r.rows_per_sec(),
@@ -69,11 +76,8 @@ pub fn load_summary(r: &Report, json: bool) {
         }
         for c in &r.committed {
             println!(
-                "committed: {} lines {}-{} ({} rows)",
-                c.input,
-                c.first,
-                c.last,
-                thousands(c.rows)
+                "done: {} lines {}-{} (committed or rejected)",
+                c.input, c.first, c.last
             );
         }
     }

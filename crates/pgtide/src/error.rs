@@ -26,6 +26,8 @@ pub enum ErrorKind {
     Output,
     /// The embedded or throwaway PostgreSQL server could not be managed.
     Cluster,
+    /// More rows were rejected than `--max-rejects` allows.
+    RejectLimit,
     /// An internal invariant broke (for example rows read != loaded +
     /// rejected). Always a bug in pgtide.
     Bug,
@@ -183,5 +185,40 @@ impl From<tokio_postgres::Error> for Error {
 impl From<std::io::Error> for Error {
     fn from(err: std::io::Error) -> Self {
         Error::new(ErrorKind::Input, err.to_string()).with_source(err)
+    }
+}
+
+/// What a failed statement means for the rows it carried, decided by the
+/// SQLSTATE class only (never by message text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Something about the rows (bad value, constraint, trigger): isolate
+    /// the row and reject it.
+    Row,
+    /// Serialization failure or deadlock (class 40): retry the same rows.
+    Transient,
+    /// The connection broke (class 08, or no SQLSTATE at all): reconnect
+    /// and retry, unless the commit's fate is unknown.
+    Connection,
+    /// The statement itself cannot work (permissions, resources, server
+    /// shutting down, internal error): stop.
+    Fatal,
+}
+
+/// Classifies a server error. Classes 22 (data), 23 (integrity), P0
+/// (PL/pgSQL RAISE), 54 (row too big) and any code a trigger may raise
+/// are row errors; the classes below are about the session or server.
+pub fn classify(err: &tokio_postgres::Error) -> Class {
+    let Some(code) = err.code() else {
+        return Class::Connection;
+    };
+    match &code.code()[..2] {
+        "08" => Class::Connection,
+        "40" => Class::Transient,
+        // insufficient resources, operator intervention, system error,
+        // internal error, invalid transaction state, syntax or access rule,
+        // feature not supported, invalid catalog/schema name, config file
+        "53" | "57" | "58" | "XX" | "25" | "42" | "0A" | "3D" | "3F" | "F0" => Class::Fatal,
+        _ => Class::Row,
     }
 }

@@ -15,6 +15,7 @@ pub mod error;
 pub mod ident;
 pub mod load;
 pub mod progress;
+pub mod reject;
 pub mod source;
 
 pub use error::{Error, ErrorKind, Result};

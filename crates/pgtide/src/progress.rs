@@ -16,6 +16,11 @@ pub struct Progress {
     pub total_bytes: AtomicU64,
     /// Rows the server confirmed as loaded.
     pub rows_loaded: AtomicU64,
+    /// Rows rejected so far (may run one ahead when `--max-rejects` stops
+    /// the load; the reject file's count is the truth).
+    pub rows_rejected: AtomicU64,
+    /// Times a worker reconnected after a broken connection.
+    pub reconnects: AtomicU64,
     /// Rows cut from the input so far.
     pub rows_read: AtomicU64,
     /// Per worker: rows it has loaded.

@@ -26,10 +26,14 @@ pub async fn run(a: LoadArgs) -> pgtide::Result<u8> {
     let report = report?;
     render::load_summary(&report, a.json);
     match &report.failure {
+        None if report.rows_rejected > 0 => Ok(crate::EXIT_REJECTS),
         None => Ok(crate::EXIT_OK),
         Some(e) => {
             render::error(e);
-            Ok(crate::EXIT_ERROR)
+            Ok(match e.kind() {
+                pgtide::ErrorKind::RejectLimit => crate::EXIT_REJECT_LIMIT,
+                _ => crate::EXIT_ERROR,
+            })
         }
     }
 }
@@ -45,6 +49,8 @@ fn options(a: &LoadArgs) -> pgtide::Result<LoadOptions> {
     o.columns = a.columns.clone();
     o.workers = a.workers;
     o.truncate = a.truncate;
+    o.rejects = a.rejects.clone();
+    o.max_rejects = a.max_rejects;
     o.chunk_bytes = a.chunk_bytes.max(1024);
     o.message_bytes = a.message_bytes.max(1);
     let c = &mut o.copy;

@@ -28,6 +28,10 @@ pub struct RowFailure {
     pub sqlstate: Option<String>,
     /// The server's message.
     pub message: String,
+    /// The server's DETAIL, when given.
+    pub detail: Option<String>,
+    /// The server's HINT, when given.
+    pub hint: Option<String>,
 }
 
 impl RowFailure {
@@ -58,6 +62,8 @@ impl RowFailure {
             column,
             sqlstate: err.code().map(|c| c.code().to_owned()),
             message: db.map_or_else(|| err.to_string(), |d| d.message().to_owned()),
+            detail: db.and_then(|d| d.detail()).map(str::to_owned),
+            hint: db.and_then(|d| d.hint()).map(str::to_owned),
         }
     }
 

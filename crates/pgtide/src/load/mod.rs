@@ -19,6 +19,7 @@
 pub mod copy;
 mod failure;
 pub mod method;
+mod worker;
 mod workers;
 
 use std::sync::Arc;
@@ -58,6 +59,11 @@ pub struct LoadOptions {
     pub truncate: bool,
     /// How rows are sent.
     pub method: Method,
+    /// Write bad rows here (and their reasons to `<path>.log`) instead of
+    /// stopping at the first one.
+    pub rejects: Option<std::path::PathBuf>,
+    /// Stop once more than this many rows were rejected.
+    pub max_rejects: Option<u64>,
 }
 
 impl LoadOptions {
@@ -73,11 +79,14 @@ impl LoadOptions {
             message_bytes: copy::MESSAGE_BYTES,
             truncate: false,
             method: Method::Copy,
+            rejects: None,
+            max_rejects: None,
         }
     }
 }
 
-/// Input lines `first..=last` of `input` were committed (`rows` rows).
+/// Input lines `first..=last` of `input` are done: each of their rows is
+/// committed or in the reject file.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct LineRange {
     /// Input name.
@@ -86,8 +95,6 @@ pub struct LineRange {
     pub first: u64,
     /// Last physical line.
     pub last: u64,
-    /// Rows in the range.
-    pub rows: u64,
 }
 
 /// What a load did. Returned even when it failed midway, so the caller can
@@ -98,8 +105,10 @@ pub struct Report {
     pub rows_read: u64,
     /// Rows the server confirmed as loaded and committed.
     pub rows_loaded: u64,
-    /// Rows rejected (always 0 until reject files exist).
+    /// Rows written to the reject file.
     pub rows_rejected: u64,
+    /// The reject file, when `--rejects` was given.
+    pub rejects_path: Option<String>,
     /// Decompressed input bytes sent in committed chunks.
     pub bytes: u64,
     /// Wall time of the load.
@@ -180,12 +189,15 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         workers: opts.workers,
         chunk_bytes: opts.chunk_bytes,
         message_bytes: opts.message_bytes,
+        rejects: opts.rejects.clone(),
+        max_rejects: opts.max_rejects,
     };
     let outcome = workers::execute(plan, progress).await?;
     let mut report = Report {
         rows_read: outcome.rows_read,
         rows_loaded: outcome.rows_loaded,
-        rows_rejected: 0,
+        rows_rejected: outcome.rows_rejected,
+        rejects_path: opts.rejects.as_ref().map(|p| p.display().to_string()),
         bytes: outcome.bytes,
         seconds: start.elapsed().as_secs_f64(),
         workers: opts.workers,

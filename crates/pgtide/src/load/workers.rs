@@ -15,13 +15,15 @@ use copyfmt::scan::Dialect;
 
 use super::copy::Framing;
 use super::failure::RowFailure;
-use super::method::{Batch, BatchError, Loader, LoaderSpec, Method};
+use super::method::{Loader, LoaderSpec, Method};
+use super::worker::{work, Ctx};
 use super::LineRange;
 use crate::chunk::{Chunk, Chunker, HeaderMode};
 use crate::conn::Target;
 use crate::copyopts::{CopyFormat, Header};
 use crate::error::{Error, ErrorKind, Result};
 use crate::progress::Progress;
+use crate::reject::RejectFile;
 use crate::source::Source;
 
 /// Everything the pool needs, resolved by `load::run`.
@@ -38,12 +40,17 @@ pub(super) struct Plan {
     pub workers: usize,
     pub chunk_bytes: usize,
     pub message_bytes: usize,
+    /// Reject file path (`--rejects`): bad rows are isolated, not fatal.
+    pub rejects: Option<std::path::PathBuf>,
+    /// `--max-rejects`.
+    pub max_rejects: Option<u64>,
 }
 
 /// What the pool did.
 pub(super) struct Outcome {
     pub rows_read: u64,
     pub rows_loaded: u64,
+    pub rows_rejected: u64,
     pub bytes: u64,
     pub chunks: u64,
     pub committed: Vec<LineRange>,
@@ -52,27 +59,30 @@ pub(super) struct Outcome {
     pub failed_row: Option<RowFailure>,
 }
 
-/// A committed chunk.
-struct Done {
-    seq: u64,
-    input: Arc<str>,
-    first_line: u64,
-    last_line: u64,
-    rows: u64,
-    bytes: u64,
+/// Input lines whose rows are all committed or rejected.
+pub(super) struct Done {
+    pub seq: u64,
+    pub input: Arc<str>,
+    pub first_line: u64,
+    pub last_line: u64,
 }
 
-/// A failed chunk.
-struct Failed {
-    seq: u64,
-    error: Error,
-    row: Option<RowFailure>,
+/// A chunk that stopped the load.
+pub(super) struct Failed {
+    pub seq: u64,
+    pub error: Error,
+    pub row: Option<RowFailure>,
 }
 
+/// What the workers report, under one lock (touched once per chunk).
 #[derive(Default)]
-struct Shared {
-    done: Vec<Done>,
-    failed: Vec<Failed>,
+pub(super) struct Shared {
+    pub done: Vec<Done>,
+    pub failed: Vec<Failed>,
+    pub rejects: Option<RejectFile>,
+    pub loaded: u64,
+    pub rejected: u64,
+    pub bytes: u64,
 }
 
 /// What the reader thread read.
@@ -93,13 +103,17 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
     for _ in 0..plan.workers {
         clients.push(plan.target.connect().await?);
     }
+    let shared = Arc::new(Mutex::new(Shared::default()));
+    if let Some(path) = &plan.rejects {
+        shared.lock().expect("worker state").rejects = Some(RejectFile::create(path)?);
+    }
     let (tx, rx) = async_channel::bounded::<Chunk>(plan.workers);
     let (header_tx, header_rx) = std::sync::mpsc::channel::<Bytes>();
     let plan = Arc::new(plan);
     let reader = {
         let plan = plan.clone();
-        let progress = progress.clone();
-        std::thread::spawn(move || read_all(&plan, &tx, &header_tx, &progress))
+        let (progress, shared) = (progress.clone(), shared.clone());
+        std::thread::spawn(move || read_all(&plan, &tx, &header_tx, &progress, &shared))
     };
     // Binary input: every chunk's COPY needs the file header in front.
     let prefix = if plan.format == CopyFormat::Binary {
@@ -118,12 +132,18 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         dialect: plan.dialect.clone(),
         relname: plan.relname.clone(),
     });
-    let shared = Arc::new(Mutex::new(Shared::default()));
+    let ctx = Arc::new(Ctx {
+        target: plan.target.clone(),
+        spec: spec.clone(),
+        shared: shared.clone(),
+        progress: progress.clone(),
+        isolate: plan.rejects.is_some(),
+        max_rejects: plan.max_rejects,
+    });
     let mut tasks = Vec::new();
     for (id, client) in clients.into_iter().enumerate() {
         let loader = Loader::new(client, spec.clone());
-        let (rx, shared, progress) = (rx.clone(), shared.clone(), progress.clone());
-        tasks.push(tokio::spawn(work(id, loader, rx, shared, progress)));
+        tasks.push(tokio::spawn(work(id, loader, rx.clone(), ctx.clone())));
     }
     drop(rx);
     for t in tasks {
@@ -137,83 +157,40 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
     Ok(summarize(shared, read))
 }
 
-/// One worker: chunks from the channel until it closes or a chunk fails.
-async fn work(
-    id: usize,
-    mut loader: Loader,
-    rx: async_channel::Receiver<Chunk>,
-    shared: Arc<Mutex<Shared>>,
-    progress: Arc<Progress>,
-) {
-    while let Ok(chunk) = rx.recv().await {
-        let batch = Batch {
-            data: chunk.data.clone(),
-            records: chunk.records,
-        };
-        let result = loader.load(&batch).await;
-        let mut s = shared.lock().expect("worker state lock");
-        match result {
-            Ok(rows) => {
-                Progress::add(&progress.rows_loaded, rows);
-                Progress::add(&progress.worker_rows[id], rows);
-                s.done.push(Done {
-                    seq: chunk.seq,
-                    input: chunk.input.clone(),
-                    first_line: chunk.first_line,
-                    last_line: last_line(&chunk),
-                    rows,
-                    bytes: chunk.data.len() as u64,
-                });
-            }
-            Err(e) => {
-                s.failed.push(failed_chunk(&chunk, loader.spec(), e));
-                rx.close();
-                break;
-            }
-        }
-    }
-}
-
-fn failed_chunk(chunk: &Chunk, spec: &LoaderSpec, e: BatchError) -> Failed {
-    let row = e
-        .record
-        .and_then(|i| RowFailure::locate(chunk, &spec.dialect, i, &spec.relname, &e.error));
-    let mut error = chunk_error(chunk, row.as_ref(), e.error);
-    if e.commit_unknown {
-        error = error.with_hint(format!(
-            "the connection broke while committing lines {}-{} of {}: check whether they \
-             are in the table before loading them again",
-            chunk.first_line,
-            last_line(chunk),
-            chunk.input
-        ));
-    }
-    Failed {
-        seq: chunk.seq,
-        error,
-        row,
-    }
-}
-
 fn summarize(shared: Arc<Mutex<Shared>>, read: Result<ReadStats>) -> Outcome {
     let mut s = std::mem::take(&mut *shared.lock().expect("worker state lock"));
-    s.done.sort_by_key(|d| d.seq);
+    s.done.sort_by_key(|d| (d.seq, d.first_line));
     s.failed.sort_by_key(|f| f.seq);
-    let first_failure = s.failed.into_iter().next();
+    let mut failures = s.failed.into_iter();
+    let first_failure = failures.next();
     let (rows_read, notes, read_error) = match read {
         Ok(r) => (r.rows, r.notes, None),
         Err(e) => (0, Vec::new(), Some(e)),
     };
-    let (failure, failed_row) = match (first_failure, read_error) {
+    let (mut failure, failed_row) = match (first_failure, read_error) {
         (Some(f), _) => (Some(f.error), f.row),
         (None, Some(e)) => (Some(e), None),
         (None, None) => (None, None),
     };
+    // The reject file's own count is the rejected-row count of record.
+    let mut rows_rejected = s.rejected;
+    if let Some(file) = s.rejects.take() {
+        match file.finish() {
+            Ok(written) => rows_rejected = written,
+            Err(e) => failure = failure.or(Some(e)),
+        }
+    }
     Outcome {
         rows_read,
-        rows_loaded: s.done.iter().map(|d| d.rows).sum(),
-        bytes: s.done.iter().map(|d| d.bytes).sum(),
-        chunks: s.done.len() as u64,
+        rows_loaded: s.loaded,
+        rows_rejected,
+        bytes: s.bytes,
+        chunks: s
+            .done
+            .iter()
+            .map(|d| d.seq)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len() as u64,
         committed: merge_ranges(&s.done),
         notes,
         failure,
@@ -222,25 +199,23 @@ fn summarize(shared: Arc<Mutex<Shared>>, read: Result<ReadStats>) -> Outcome {
 }
 
 /// The last physical line of a chunk (binary: its last tuple).
-fn last_line(chunk: &Chunk) -> u64 {
+pub(super) fn last_line(chunk: &Chunk) -> u64 {
     let lines = chunk.lines.max(chunk.records);
     chunk.first_line + lines.saturating_sub(1)
 }
 
-/// Merges committed chunks into contiguous line ranges per input.
+/// Merges done line ranges into contiguous ranges per input.
 fn merge_ranges(done: &[Done]) -> Vec<LineRange> {
     let mut out: Vec<LineRange> = Vec::new();
     for d in done {
         match out.last_mut() {
             Some(r) if *r.input == *d.input && r.last + 1 >= d.first_line => {
                 r.last = r.last.max(d.last_line);
-                r.rows += d.rows;
             }
             _ => out.push(LineRange {
                 input: d.input.to_string(),
                 first: d.first_line,
                 last: d.last_line,
-                rows: d.rows,
             }),
         }
     }
@@ -248,7 +223,11 @@ fn merge_ranges(done: &[Done]) -> Vec<LineRange> {
 }
 
 /// The error for a failed chunk: the server's words, placed in the input.
-fn chunk_error(chunk: &Chunk, row: Option<&RowFailure>, e: tokio_postgres::Error) -> Error {
+pub(super) fn chunk_error(
+    chunk: &Chunk,
+    row: Option<&RowFailure>,
+    e: tokio_postgres::Error,
+) -> Error {
     let err = Error::from(e);
     if err.kind() != ErrorKind::Server {
         return err;
@@ -283,6 +262,7 @@ fn read_all(
     tx: &async_channel::Sender<Chunk>,
     header_tx: &std::sync::mpsc::Sender<Bytes>,
     progress: &Arc<Progress>,
+    shared: &Mutex<Shared>,
 ) -> Result<ReadStats> {
     let mut stats = ReadStats {
         rows: 0,
@@ -308,6 +288,15 @@ fn read_all(
             if first {
                 first = false;
                 check_header(plan, input, chunker.header())?;
+                if seq == 0 {
+                    let mut s = shared.lock().expect("worker state");
+                    if let Some(file) = s.rejects.as_mut() {
+                        file.set_framing(
+                            chunker.header().cloned(),
+                            plan.format == CopyFormat::Binary,
+                        );
+                    }
+                }
                 if let (CopyFormat::Binary, Some(h)) = (plan.format, chunker.header()) {
                     // Only the first file's header is sent; the signature
                     // is fixed, and differing flags are rejected below.

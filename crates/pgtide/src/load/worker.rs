@@ -1,0 +1,190 @@
+//! One worker: takes chunks from the channel and sees each one through.
+//!
+//! For every chunk: load it in one transaction; when the connection broke
+//! before `COMMIT` was sent (nothing committed), reconnect with backoff and
+//! send it again; when rows were bad and `--rejects` is on, isolate them
+//! (`reject::isolate`) and hand them to the reject file; otherwise stop the
+//! pool with an error that places the bad row in the input.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::method::{Batch, BatchError, Loader, LoaderSpec};
+use super::workers::{chunk_error, last_line, Done, Failed, Shared};
+use super::RowFailure;
+use crate::chunk::Chunk;
+use crate::conn::Target;
+use crate::error::{classify, Class};
+use crate::progress::Progress;
+use crate::reject::isolate::isolate;
+
+/// Reconnect attempts after a broken connection, with doubling delays
+/// from [`FIRST_BACKOFF`]: about 8 s in all, enough for a server restart
+/// or a failover, short enough that a dead server is reported promptly.
+const RECONNECTS: u32 = 5;
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+
+/// What every worker shares.
+pub(super) struct Ctx {
+    pub target: Target,
+    pub spec: Arc<LoaderSpec>,
+    pub shared: Arc<Mutex<Shared>>,
+    pub progress: Arc<Progress>,
+    /// `--rejects` given: bad rows are isolated instead of stopping.
+    pub isolate: bool,
+    /// `--max-rejects`.
+    pub max_rejects: Option<u64>,
+}
+
+/// Runs until the channel closes or a chunk fails.
+pub(super) async fn work(
+    id: usize,
+    mut loader: Loader,
+    rx: async_channel::Receiver<Chunk>,
+    ctx: Arc<Ctx>,
+) {
+    while let Ok(chunk) = rx.recv().await {
+        let batch = Batch {
+            data: chunk.data.clone(),
+            records: chunk.records,
+        };
+        let result = load_reconnecting(&mut loader, &ctx, &batch).await;
+        let ok = match result {
+            Ok(rows) => {
+                finished(
+                    &ctx,
+                    id,
+                    &chunk,
+                    rows,
+                    Vec::new(),
+                    vec![(chunk.first_line, last_line(&chunk))],
+                );
+                true
+            }
+            Err(e) if ctx.isolate && classify(&e.error) == Class::Row => {
+                isolated(&mut loader, &ctx, id, &chunk, e).await
+            }
+            Err(e) => {
+                let failed = failed_chunk(&chunk, loader.spec(), e);
+                ctx.shared.lock().expect("worker state").failed.push(failed);
+                false
+            }
+        };
+        if !ok {
+            rx.close();
+            break;
+        }
+    }
+}
+
+/// Isolates the bad rows of a failed chunk; false when the load must stop.
+async fn isolated(loader: &mut Loader, ctx: &Ctx, id: usize, chunk: &Chunk, e: BatchError) -> bool {
+    let progress = ctx.progress.clone();
+    let max = ctx.max_rejects;
+    let may_reject = move || {
+        let before = progress
+            .rows_rejected
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        max.is_none_or(|m| before < m)
+    };
+    let (iso, err) = isolate(loader, chunk, e, may_reject).await;
+    finished(ctx, id, chunk, iso.loaded, iso.rejects, iso.done);
+    match err {
+        None => true,
+        Some(error) => {
+            let mut s = ctx.shared.lock().expect("worker state");
+            s.failed.push(Failed {
+                seq: chunk.seq,
+                error,
+                row: None,
+            });
+            false
+        }
+    }
+}
+
+/// Records a chunk's outcome: counters, done line ranges, its rejects (in
+/// input order, by the reject file).
+fn finished(
+    ctx: &Ctx,
+    id: usize,
+    chunk: &Chunk,
+    rows: u64,
+    rejects: Vec<crate::reject::Reject>,
+    done: Vec<(u64, u64)>,
+) {
+    Progress::add(&ctx.progress.rows_loaded, rows);
+    Progress::add(&ctx.progress.worker_rows[id], rows);
+    let mut s = ctx.shared.lock().expect("worker state");
+    s.rejected += rejects.len() as u64;
+    if let Some(file) = s.rejects.as_mut() {
+        if let Err(e) = file.submit(chunk.seq, rejects) {
+            s.failed.push(Failed {
+                seq: chunk.seq,
+                error: e,
+                row: None,
+            });
+        }
+    }
+    s.loaded += rows;
+    s.bytes += chunk.data.len() as u64;
+    for (first, last) in done {
+        s.done.push(Done {
+            seq: chunk.seq,
+            input: chunk.input.clone(),
+            first_line: first,
+            last_line: last,
+        });
+    }
+}
+
+/// Loads a batch; after a broken connection (nothing committed: the error
+/// came before `COMMIT` was sent), reconnects with backoff and retries. A
+/// batch whose commit may have happened is never sent again.
+async fn load_reconnecting(
+    loader: &mut Loader,
+    ctx: &Ctx,
+    batch: &Batch,
+) -> Result<u64, BatchError> {
+    let mut delay = FIRST_BACKOFF;
+    let mut attempt = 0;
+    loop {
+        match loader.load(batch).await {
+            Err(e)
+                if classify(&e.error) == Class::Connection
+                    && !e.commit_unknown
+                    && attempt < RECONNECTS =>
+            {
+                attempt += 1;
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+                if let Ok(client) = ctx.target.connect().await {
+                    *loader = Loader::new(client, ctx.spec.clone());
+                    Progress::add(&ctx.progress.reconnects, 1);
+                }
+            }
+            result => return result,
+        }
+    }
+}
+
+fn failed_chunk(chunk: &Chunk, spec: &LoaderSpec, e: BatchError) -> Failed {
+    let row = e
+        .record
+        .and_then(|i| RowFailure::locate(chunk, &spec.dialect, i, &spec.relname, &e.error));
+    let mut error = chunk_error(chunk, row.as_ref(), e.error);
+    if e.commit_unknown {
+        error = error.with_hint(format!(
+            "the connection broke while committing lines {}-{} of {}: check whether they \
+             are in the table before loading them again",
+            chunk.first_line,
+            last_line(chunk),
+            chunk.input
+        ));
+    }
+    Failed {
+        seq: chunk.seq,
+        error,
+        row,
+    }
+}

@@ -1,0 +1,235 @@
+//! Finding the bad rows of a failed chunk, loading all the others.
+//!
+//! The chunk is retried in contiguous record ranges, each its own
+//! transaction through the same [`Loader`] (so every method gets this):
+//!
+//! - the server named the failing record (its error context says
+//!   `COPY t, line N`, or a statement failed): that record is rejected
+//!   (for encoding errors, only once it fails again on its own),
+//!   the records before it are loaded as one batch (they passed every
+//!   row-level check), and the rest is retried in a window about twice
+//!   the distance to that bad row, so a dirty chunk does not resend its
+//!   whole tail after every bad row;
+//! - the server did not name one (foreign keys and AFTER triggers fire at
+//!   the end of the statement, deferred constraints at COMMIT): the range
+//!   is bisected until a single record fails on its own;
+//! - serialization failures and deadlocks (class 40) retry the same range;
+//!   anything about the session or server (see [`classify`]) stops.
+//!
+//! Ranges are handled in input order, so of two rows that conflict (a
+//! duplicate key inside one chunk) the first one is loaded and the later
+//! one rejected, as a single COPY would have it.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use copyfmt::scan::{self, Format, RecordSpan};
+
+use super::Reject;
+use crate::chunk::Chunk;
+use crate::error::{classify, Class, Error, ErrorKind, Result};
+use crate::load::method::{Batch, BatchError, Loader};
+use crate::load::RowFailure;
+
+/// Smallest retry window after a located bad row: below this, per-batch
+/// round trips cost more than resending a few rows.
+const MIN_WINDOW: usize = 64;
+
+/// How often a range is retried after a deadlock or serialization failure.
+const TRANSIENT_RETRIES: u32 = 5;
+
+/// The outcome of isolating one chunk (also when it stopped midway).
+#[derive(Debug, Default)]
+pub struct Isolated {
+    /// Rows loaded (committed).
+    pub loaded: u64,
+    /// Rows rejected, in input order.
+    pub rejects: Vec<Reject>,
+    /// Input line ranges `(first, last)` whose rows are now either
+    /// committed or rejected, in input order.
+    pub done: Vec<(u64, u64)>,
+}
+
+/// Loads every good row of `chunk` and returns the bad ones. `first` is
+/// the error of the attempt that loaded the whole chunk. `may_reject`
+/// is asked before each reject (it enforces `--max-rejects`); when it
+/// says no, isolation stops with a `RejectLimit` error. When isolation
+/// stops, what it did so far is returned with the error.
+pub async fn isolate(
+    loader: &mut Loader,
+    chunk: &Chunk,
+    first: BatchError,
+    may_reject: impl FnMut() -> bool,
+) -> (Isolated, Option<Error>) {
+    let mut out = Isolated::default();
+    let result = run(loader, chunk, first, may_reject, &mut out).await;
+    out.rejects.sort_by_key(|r| r.at.record);
+    out.done.sort_unstable();
+    (out, result.err())
+}
+
+async fn run(
+    loader: &mut Loader,
+    chunk: &Chunk,
+    first: BatchError,
+    mut may_reject: impl FnMut() -> bool,
+    out: &mut Isolated,
+) -> Result<()> {
+    let spec = loader.spec().clone();
+    let spans: Vec<RecordSpan> = scan::records(&spec.dialect, &chunk.data).collect();
+    let n = spans.len();
+    let site = Site {
+        chunk,
+        spans: &spans,
+        format: spec.dialect.format,
+        relname: &spec.relname,
+    };
+    let mut queue: VecDeque<(usize, usize, Option<BatchError>)> = VecDeque::new();
+    queue.push_back((0, n, Some(first)));
+    let mut transient = 0;
+    while let Some((lo, hi, known)) = queue.pop_front() {
+        if lo >= hi {
+            continue;
+        }
+        let result = match known {
+            Some(e) => Err(e),
+            None => loader.load(&batch(chunk, &spans, lo, hi)).await,
+        };
+        let e = match result {
+            Ok(rows) => {
+                out.loaded += rows;
+                out.done.push(site.lines(lo, hi));
+                continue;
+            }
+            Err(e) => e,
+        };
+        match classify(&e.error) {
+            Class::Row => {}
+            Class::Transient if transient < TRANSIENT_RETRIES => {
+                transient += 1;
+                tokio::time::sleep(Duration::from_millis(50 << transient)).await;
+                queue.push_front((lo, hi, None));
+                continue;
+            }
+            _ => return Err(stop_error(&site, lo, e)),
+        }
+        let located = e.record.map(|k| lo + k as usize).filter(|&b| b < hi);
+        match located {
+            // The server may name a row near the bad one: make that row
+            // prove it fails on its own before it is rejected.
+            Some(bad) if hi - lo > 1 && !located_exactly(&e) => {
+                let piece = (bad + 1 + MIN_WINDOW).min(hi);
+                queue.push_front((piece, hi, None));
+                queue.push_front((bad + 1, piece, None));
+                queue.push_front((bad, bad + 1, None));
+                queue.push_front((lo, bad, None));
+            }
+            Some(bad) => {
+                let window = (2 * (bad + 1 - lo)).max(MIN_WINDOW);
+                let piece = (bad + 1 + window).min(hi);
+                queue.push_front((piece, hi, None));
+                queue.push_front((bad + 1, piece, None));
+                queue.push_front((lo, bad, None));
+                reject(out, &site, bad, &e, &mut may_reject)?;
+            }
+            None if hi - lo == 1 => {
+                reject(out, &site, lo, &e, &mut may_reject)?;
+            }
+            None => {
+                let mid = lo + (hi - lo) / 2;
+                queue.push_front((mid, hi, None));
+                queue.push_front((lo, mid, None));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether the row the server named is certainly the bad one. Encoding
+/// errors (22021, 22P05) are raised while converting a block of raw input,
+/// which can be before the row is parsed, so the line in the context may
+/// be an earlier row (seen: a NUL byte reported on the line before); every
+/// other error is raised while that very row is processed.
+fn located_exactly(e: &BatchError) -> bool {
+    !matches!(e.error.code().map(|c| c.code()), Some("22021" | "22P05"))
+}
+
+/// Records `lo..hi` of the chunk as one batch (a zero-copy slice).
+fn batch(chunk: &Chunk, spans: &[RecordSpan], lo: usize, hi: usize) -> Batch {
+    Batch {
+        data: chunk.data.slice(spans[lo].start..spans[hi - 1].end),
+        records: (hi - lo) as u64,
+    }
+}
+
+/// Where the rows come from and why they fail: what a reject records.
+struct Site<'a> {
+    chunk: &'a Chunk,
+    spans: &'a [RecordSpan],
+    format: Format,
+    relname: &'a str,
+}
+
+impl Site<'_> {
+    /// First and last input line of records `lo..hi`.
+    fn lines(&self, lo: usize, hi: usize) -> (u64, u64) {
+        let start = |i: usize| match self.format {
+            Format::Binary => self.chunk.first_line + i as u64,
+            _ => self.chunk.first_line + self.spans[i].line,
+        };
+        let last = match self.spans.get(hi) {
+            Some(_) => start(hi) - 1,
+            None => self.chunk.first_line + self.chunk.lines.max(self.chunk.records) - 1,
+        };
+        (start(lo), last.max(start(lo)))
+    }
+}
+
+fn reject(
+    out: &mut Isolated,
+    site: &Site<'_>,
+    index: usize,
+    e: &BatchError,
+    may_reject: &mut impl FnMut() -> bool,
+) -> Result<()> {
+    if !may_reject() {
+        return Err(Error::new(
+            ErrorKind::RejectLimit,
+            "stopped: more rows were rejected than --max-rejects allows",
+        )
+        .with_hint("see the reject file; raise --max-rejects to let the load go on"));
+    }
+    let span = &site.spans[index];
+    out.done.push(site.lines(index, index + 1));
+    out.rejects.push(Reject {
+        at: RowFailure::new(
+            site.chunk,
+            site.format,
+            index as u64,
+            span,
+            site.relname,
+            &e.error,
+        ),
+        raw: site.chunk.data.slice(span.start..span.end),
+    });
+    Ok(())
+}
+
+/// An error that ends isolation, placed at the range it happened in.
+fn stop_error(site: &Site<'_>, lo: usize, e: BatchError) -> Error {
+    let line = site.chunk.first_line + site.spans.get(lo).map_or(0, |s| s.line);
+    let err = Error::from(e.error);
+    let message = format!(
+        "{}: while isolating bad rows near line {line}: {}",
+        site.chunk.input,
+        err.message()
+    );
+    let mut out = Error::new(err.kind(), message);
+    if let Some(code) = err.sqlstate() {
+        out = out.with_sqlstate(code);
+    }
+    match err.hint() {
+        Some(h) => out.with_hint(h.to_owned()),
+        None => out,
+    }
+}
