@@ -46,7 +46,7 @@ pub fn psql_copy(
     file: &Path,
     options: &str,
 ) -> Result<f64> {
-    let meta = format!("\\copy {table} FROM {} {options}", quote_file(file));
+    let meta = format!("\\copy {table} FROM {} {options}", psql_quote_file(file)?);
     let start = Instant::now();
     let out = Command::new(psql)
         .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", &meta])
@@ -78,6 +78,16 @@ pub async fn server_copy(client: &Client, table: &str, file: &Path, options: &st
     let start = Instant::now();
     client.batch_execute(&sql).await?;
     Ok(start.elapsed().as_secs_f64())
+}
+
+/// psql's `\copy` takes a single-quoted file name without `E''` escapes;
+/// a name psql could misread is refused rather than mangled.
+fn psql_quote_file(file: &Path) -> Result<String> {
+    let name = file.to_string_lossy();
+    if name.contains(['\\', '\n', '\r']) {
+        return Err(Error::config(format!("cannot pass {name:?} to psql \\copy")));
+    }
+    Ok(format!("'{}'", name.replace('\'', "''")))
 }
 
 fn quote_file(file: &Path) -> String {

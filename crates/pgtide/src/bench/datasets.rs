@@ -72,7 +72,8 @@ impl Dataset {
         if path.exists() {
             return Ok(path);
         }
-        let tmp = path.with_extension("partial");
+        // Unique per process: two benchmarks may generate the same file.
+        let tmp = path.with_extension(format!("partial.{}", std::process::id()));
         let sql = format!(
             "COPY ({}) TO STDOUT",
             self.select.replace("$N", &rows.to_string())
