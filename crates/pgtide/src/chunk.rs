@@ -351,3 +351,111 @@ impl Chunker {
         chunk
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use copyfmt::scan;
+
+    /// A reader that hands out at most `step` bytes per read, to put read
+    /// boundaries everywhere.
+    struct Trickle {
+        data: Vec<u8>,
+        pos: usize,
+        step: usize,
+    }
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.data.len() - self.pos);
+            buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+            self.pos += n;
+            Ok(n)
+        }
+    }
+
+    fn chunks(
+        data: &[u8],
+        d: Dialect,
+        header: HeaderMode,
+        target: usize,
+        step: usize,
+    ) -> Vec<Chunk> {
+        let reader = Trickle {
+            data: data.to_vec(),
+            pos: 0,
+            step,
+        };
+        let mut c = Chunker::new("in", Box::new(reader), d, header, target, 0);
+        let mut out = Vec::new();
+        while let Some(chunk) = c.next_chunk().unwrap() {
+            out.push(chunk);
+        }
+        out
+    }
+
+    /// Chunks reassemble the input, and each chunk's first line, record and
+    /// byte offset are what a scan of the whole input says.
+    fn check(data: &[u8], d: Dialect, header: HeaderMode) {
+        let skip = match header {
+            HeaderMode::None => 0,
+            HeaderMode::Consume => scan::records(&d, data).next().map_or(data.len(), |r| r.end),
+        };
+        let body = &data[skip..];
+        let spans: Vec<_> = scan::records(&d, body).collect();
+        let header_lines = data[..skip].iter().filter(|&&b| b == b'\n').count() as u64;
+        for target in [1, 2, 3, 5, 8, 13, 64, 1 << 20] {
+            for step in [1, 3, 7, 1 << 16] {
+                let got = chunks(data, d.clone(), header, target, step);
+                let joined: Vec<u8> = got.iter().flat_map(|c| c.data.iter().copied()).collect();
+                assert_eq!(joined, body, "target {target} step {step}");
+                let mut record = 0usize;
+                for c in &got {
+                    let span = &spans[record];
+                    assert_eq!(
+                        c.first_byte,
+                        (skip + span.start) as u64,
+                        "target {target} step {step}"
+                    );
+                    assert_eq!(
+                        c.first_line,
+                        1 + header_lines + span.line,
+                        "target {target} step {step}"
+                    );
+                    assert_eq!(c.first_record, 1 + record as u64);
+                    record += c.records as usize;
+                }
+                assert_eq!(record, spans.len(), "target {target} step {step}");
+                if target <= 2 {
+                    assert_eq!(
+                        got.len(),
+                        spans.len(),
+                        "one record per chunk at target {target}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn csv_chunks_keep_positions_at_every_read_and_chunk_size() {
+        let data = b"h1,h2\n1,\"a\nb\"\n2,\"x,\"\"y\"\"\"\r\n3,plain\n4,\"\n\n\"\n5,end";
+        check(data, Dialect::csv(), HeaderMode::Consume);
+        check(data, Dialect::csv(), HeaderMode::None);
+    }
+
+    #[test]
+    fn text_chunks_keep_positions_at_every_read_and_chunk_size() {
+        let data = b"1\ta\\\nb\n2\t\\\\\n3\t\\N\n4\tx\n";
+        check(data, Dialect::text(), HeaderMode::None);
+        check(data, Dialect::text(), HeaderMode::Consume);
+    }
+
+    #[test]
+    fn end_marker_stops_the_input() {
+        let data = b"1\ta\n\\.\n2\tb\n";
+        let got = chunks(data, Dialect::text(), HeaderMode::None, 1, 1);
+        assert_eq!(got.len(), 1);
+        assert_eq!(&got[0].data[..], b"1\ta\n");
+    }
+}
