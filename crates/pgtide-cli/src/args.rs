@@ -18,6 +18,8 @@ pub struct Cli {
 }
 
 /// Subcommands.
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load files (or stdin) into a table with COPY, over one or many
@@ -70,6 +72,28 @@ pub enum HeaderArg {
     False,
     /// Skip it, but require it to name the loaded columns in order.
     Match,
+}
+
+/// How `load` sends rows (`--method`).
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum MethodArg {
+    /// COPY FROM STDIN with the input bytes passed through: the default,
+    /// fast and exact for plain loads.
+    Copy,
+    /// Text/CSV encoded client-side into binary COPY (the server skips its
+    /// text input functions): the fastest when the server's CPU is the
+    /// limit. Values the encoder cannot prove exact go by text COPY in the
+    /// same transaction; tables with a type it cannot encode are loaded by
+    /// text COPY (the summary says so).
+    Binary,
+    /// Prepared INSERT per row, many in flight on each connection: the
+    /// way to run --sql (upserts) or to fire INSERT rules.
+    Pipeline,
+    /// Multi-row INSERT ... VALUES with bound parameters (--batch-rows per
+    /// statement): INSERT semantics without pipelining.
+    Values,
+    /// One prepared INSERT per row, each awaited: the slow baseline.
+    Insert,
 }
 
 /// `pgtide load ...`
@@ -142,6 +166,24 @@ pub struct LoadArgs {
     #[arg(long)]
     pub truncate: bool,
 
+    /// How rows are sent (default: copy, or pipeline with --sql). Every
+    /// method loads the same rows; see "Methods" below.
+    #[arg(long, short = 'm', value_enum)]
+    pub method: Option<MethodArg>,
+
+    /// Run this statement per row instead of a plain INSERT, with the
+    /// file's columns (in file order) bound as $1..$n, e.g.
+    /// "INSERT INTO t VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET v =
+    /// excluded.v". Needs --method pipeline (the default with --sql) or
+    /// insert.
+    #[arg(long, value_name = "STATEMENT")]
+    pub sql: Option<String>,
+
+    /// Rows per statement for --method values (default 1000, at most
+    /// 65535 / columns).
+    #[arg(long, value_name = "N")]
+    pub batch_rows: Option<usize>,
+
     /// Chunk size in bytes: the unit of parallelism and of commit.
     #[arg(long, value_name = "BYTES", default_value_t = pgtide::chunk::DEFAULT_CHUNK_BYTES, hide_short_help = true)]
     pub chunk_bytes: usize,
@@ -184,6 +226,21 @@ Commit model:
   A broken connection is retried (reconnecting with backoff) only when
   nothing of the chunk can have been committed.
 
+Methods (--method):
+  copy      the input bytes into COPY FROM STDIN. The default.
+  binary    CSV/text parsed and encoded client-side, sent as binary COPY:
+            the server skips text parsing, so it is the fastest when the
+            server's CPU is the limit. Exact: anything the encoder is not
+            sure of goes by text COPY in the same transaction.
+  pipeline  one prepared INSERT per row, 256 in flight per connection;
+            runs --sql (ON CONFLICT upserts), fires INSERT rules. About
+            10x faster than insert over a network.
+  values    INSERT ... VALUES (..),(..) with --batch-rows rows per
+            statement, parameters bound; for poolers that do not pipeline.
+  insert    one INSERT per row, each awaited: a baseline, not a choice.
+  All methods give the same table as copy, work with --workers and
+  --rejects, and report the failing row.
+
 Exit codes:
   0  every row was loaded
   1  the load finished, but some rows were rejected (see --rejects)
@@ -194,7 +251,9 @@ Exit codes:
 Examples:
   pgtide load data.csv --table public.events --format csv --header
   pgtide load big.tsv.zst --table t --format text --workers 4 --db postgresql://app@db/prod
-  cat data.csv | pgtide load - --table t --columns id,name";
+  cat data.csv | pgtide load - --table t --columns id,name
+  pgtide load big.csv --table t --method binary --workers 2
+  pgtide load up.csv --table t --sql 'INSERT INTO t VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET v = excluded.v'";
 
 /// `pgtide bench ...`
 #[derive(Debug, Args)]
@@ -227,6 +286,31 @@ pub enum BenchScenario {
     /// to a local table.
     #[command(name = "fdw-batch")]
     FdwBatch(BenchFdwArgs),
+    /// Seed 001: insert_performance_test loaded by pgtide --method insert,
+    /// pipeline, values, copy and binary against psql \copy and server
+    /// COPY; then a mixed-type CSV by copy vs binary (1 and 2 workers).
+    Methods(BenchMethodsArgs),
+}
+
+/// `pgtide bench methods ...`
+#[derive(Debug, Args)]
+pub struct BenchMethodsArgs {
+    #[command(flatten)]
+    pub common: BenchCommonArgs,
+    /// Rows of insert_performance_test (the seed loaded 1,000,000).
+    #[arg(long, default_value_t = 200_000)]
+    pub rows: u64,
+    /// Bytes of text in each row's `content` (the seed's rows were about
+    /// 1.3 KB).
+    #[arg(long, default_value_t = 1200)]
+    pub content_bytes: usize,
+    /// Rows of the mixed-type data set (0 skips it).
+    #[arg(long, default_value_t = 200_000)]
+    pub mixed_rows: u64,
+    /// Where generated CSV files go (default: a temp dir the server can
+    /// read).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 /// Flags shared by the concurrent, parallel, export and fdw-batch

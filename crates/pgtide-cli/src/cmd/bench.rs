@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use pgtide::bench::concurrent::{self, ConcurrentBench};
 use pgtide::bench::export::{self, ExportBench};
 use pgtide::bench::fdw::{self, FdwBench};
+use pgtide::bench::methods::{self, MethodsBench};
 use pgtide::bench::parallel::{self, ParallelBench};
 use pgtide::bench::{self, chart, load::LoadBench, Measurement};
 use pgtide::conn::Target;
@@ -138,6 +139,32 @@ pub async fn run(a: BenchArgs) -> pgtide::Result<u8> {
             let refs = [fdw::LOCAL.to_owned(), fdw::fdw_name(1)];
             let refs: Vec<&str> = refs.iter().map(String::as_str).collect();
             report(&results, title, &refs, &f.common)
+        }
+        BenchScenario::Methods(m) => {
+            let spec = MethodsBench {
+                rows: m.rows,
+                content_bytes: m.content_bytes,
+                mixed_rows: m.mixed_rows,
+                runs: m.common.runs.max(1),
+                dir: dir_or_default(m.dir)?,
+            };
+            eprintln!(
+                "pgtide bench methods: {} rows x {} bytes, {} mixed rows, {} runs, data in {}",
+                spec.rows,
+                spec.content_bytes,
+                spec.mixed_rows,
+                spec.runs,
+                spec.dir.display()
+            );
+            let results = each_server(&m.common.db, |t| {
+                let spec = spec.clone();
+                async move { methods::run(&t, &spec, progress).await }
+            })
+            .await?;
+            let title = "load methods: INSERT, pipeline, VALUES, COPY, binary COPY (seed 001)";
+            let insert = methods::contender(pgtide::load::Method::Insert, 1);
+            let refs = [methods::PSQL_COPY, insert.as_str()];
+            report(&results, title, &refs, &m.common)
         }
     }
 }

@@ -7,7 +7,7 @@ use pgtide::ident::QualifiedName;
 use pgtide::load::{self, LoadOptions};
 use pgtide::progress::Progress;
 
-use crate::args::{FormatArg, HeaderArg, LoadArgs};
+use crate::args::{FormatArg, HeaderArg, LoadArgs, MethodArg};
 use crate::render;
 
 /// Runs the load and returns the exit code.
@@ -49,6 +49,17 @@ fn options(a: &LoadArgs) -> pgtide::Result<LoadOptions> {
     o.columns = a.columns.clone();
     o.workers = a.workers;
     o.truncate = a.truncate;
+    o.method = match (a.method, &a.sql) {
+        (None, None) => load::Method::Copy,
+        (None, Some(_)) => load::Method::Pipeline,
+        (Some(MethodArg::Copy), _) => load::Method::Copy,
+        (Some(MethodArg::Binary), _) => load::Method::Binary,
+        (Some(MethodArg::Pipeline), _) => load::Method::Pipeline,
+        (Some(MethodArg::Values), _) => load::Method::Values,
+        (Some(MethodArg::Insert), _) => load::Method::Insert,
+    };
+    o.sql = a.sql.clone();
+    o.batch_rows = a.batch_rows;
     o.rejects = a.rejects.clone();
     o.max_rejects = a.max_rejects;
     o.chunk_bytes = a.chunk_bytes.max(1024);

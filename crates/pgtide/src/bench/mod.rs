@@ -12,6 +12,7 @@ pub mod datasets;
 pub mod export;
 pub mod fdw;
 pub mod load;
+pub mod methods;
 pub mod parallel;
 
 use std::path::Path;

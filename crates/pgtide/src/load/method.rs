@@ -8,12 +8,34 @@
 //! connection broke after `COMMIT` was sent). The worker pool and error
 //! isolation (`reject`) only ever talk to this seam, so every method gets
 //! `--workers` and `--rejects` for free.
+//!
+//! The methods (`--method`):
+//!
+//! | method | what is sent | picks it when |
+//! |---|---|---|
+//! | `copy` | the input bytes, `COPY ... FROM STDIN` | the default: plain loads |
+//! | `binary` | rows encoded client-side, `COPY ... (FORMAT binary)` ([`super::binary`]) | the server's CPU is the limit (text input functions cost more than the client's encoding) |
+//! | `pipeline` | one prepared `INSERT` per row, many in flight ([`super::insert`]) | `--sql` (upserts), triggers or rules that must see INSERTs |
+//! | `values` | multi-row `INSERT ... VALUES (..),(..)` with bound parameters | INSERT semantics without pipelining (poolers, proxies) |
+//! | `insert` | one prepared `INSERT` per row, each awaited | the seeds' baseline |
+//!
+//! Every method loads exactly what `copy` loads: values reach the server as
+//! text and go through the column type's input function (or, for `binary`,
+//! through an encoder that only encodes what it can prove equal).
+
+use std::sync::Arc;
 
 use bytes::Bytes;
+use copyfmt::convert::Encoder;
 use copyfmt::scan::{self, Dialect, Format};
 use tokio_postgres::Client;
 
+use super::binary;
 use super::copy::{copy_bytes, Framing};
+use super::insert;
+pub use super::setup::MethodSetup;
+use crate::copyopts::CopyFormat;
+use crate::error::{Error, Result};
 
 /// How rows are sent to the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -21,14 +43,45 @@ use super::copy::{copy_bytes, Framing};
 pub enum Method {
     /// `COPY ... FROM STDIN` with the input bytes passed through.
     Copy,
+    /// Text/CSV input encoded client-side into binary COPY.
+    Binary,
+    /// Prepared single-row INSERTs, pipelined on one connection.
+    Pipeline,
+    /// Multi-row `INSERT ... VALUES` with bound parameters.
+    Values,
+    /// Prepared single-row INSERTs, one at a time.
+    Insert,
 }
 
 impl Method {
+    /// Every method, in `--help` order.
+    pub const ALL: [Method; 5] = [
+        Method::Copy,
+        Method::Binary,
+        Method::Pipeline,
+        Method::Values,
+        Method::Insert,
+    ];
+
     /// The name users type (`--method`).
     pub fn name(self) -> &'static str {
         match self {
             Method::Copy => "copy",
+            Method::Binary => "binary",
+            Method::Pipeline => "pipeline",
+            Method::Values => "values",
+            Method::Insert => "insert",
         }
+    }
+
+    /// The method named `name` (as [`Method::name`] spells it).
+    pub fn from_name(name: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// Sends rows as INSERT statements (and so can run `--sql`).
+    pub fn is_insert(self) -> bool {
+        matches!(self, Method::Pipeline | Method::Values | Method::Insert)
     }
 }
 
@@ -54,6 +107,27 @@ pub struct BatchError {
     pub error: tokio_postgres::Error,
 }
 
+impl BatchError {
+    /// An error that names no record.
+    pub fn plain(error: tokio_postgres::Error) -> BatchError {
+        BatchError {
+            record: None,
+            commit_unknown: false,
+            error,
+        }
+    }
+
+    /// An error in `record`, when the server sent it (a broken connection
+    /// names no record).
+    pub fn at(record: u64, error: tokio_postgres::Error) -> BatchError {
+        BatchError {
+            record: error.as_db_error().map(|_| record),
+            commit_unknown: false,
+            error,
+        }
+    }
+}
+
 /// What a loader needs to know about the statement it runs.
 #[derive(Debug, Clone)]
 pub struct LoaderSpec {
@@ -69,18 +143,85 @@ pub struct LoaderSpec {
     pub dialect: Dialect,
     /// The relation name as the server prints it in error contexts.
     pub relname: String,
+    /// Columns, NULL spelling and statements for the non-COPY methods.
+    pub setup: Arc<MethodSetup>,
+}
+
+impl LoaderSpec {
+    /// Checks the method against the options and the server, on `client`
+    /// (one of the loaders' connections, so its session settings are the
+    /// ones the loaders see), before any row is read. `binary` falls back
+    /// to `copy` when a column type has no safe binary form or the session
+    /// is not UTF-8; the returned notes say so.
+    pub async fn prepare(&mut self, client: &Client) -> Result<Vec<String>> {
+        let setup = self.setup.clone();
+        let mut notes = Vec::new();
+        if setup.sql.is_some() && !matches!(self.method, Method::Pipeline | Method::Insert) {
+            return Err(Error::config(format!(
+                "--sql runs with --method pipeline or insert, not {}",
+                self.method.name()
+            ))
+            .with_hint(
+                "COPY and multi-row VALUES cannot run your statement; pipeline is the fast one",
+            ));
+        }
+        match self.method {
+            Method::Copy => {}
+            Method::Binary if setup.format == CopyFormat::Binary => {
+                // Binary input is already in binary COPY format.
+                self.method = Method::Copy;
+            }
+            Method::Binary => {
+                if let Some(why) = binary::fallback_reason(client, &setup).await? {
+                    notes.push(format!(
+                        "--method binary: {why}; loaded by text COPY instead (same result)"
+                    ));
+                    self.method = Method::Copy;
+                }
+            }
+            Method::Pipeline | Method::Values | Method::Insert => {
+                if !setup.utf8_input() {
+                    return Err(Error::config(format!(
+                        "--method {} needs UTF-8 input, the input is {}",
+                        self.method.name(),
+                        setup.encoding.as_deref().unwrap_or("?")
+                    ))
+                    .with_hint(
+                        "use --method copy (the server converts), or convert the file to UTF-8",
+                    ));
+                }
+                insert::check(client, self.method, &setup).await?;
+            }
+        }
+        Ok(notes)
+    }
+}
+
+/// Per-connection state of the methods: prepared statements, encoders.
+#[derive(Default)]
+pub(super) struct MethodState {
+    /// Prepared INSERT statements by rows per statement.
+    pub statements: insert::Statements,
+    /// `binary`: encoders for this connection's session, once known
+    /// (`None` inside: this session needs text COPY).
+    pub encoders: Option<Option<Arc<Vec<Encoder>>>>,
 }
 
 /// One connection loading batches with one method.
 pub struct Loader {
     client: Client,
-    spec: std::sync::Arc<LoaderSpec>,
+    spec: Arc<LoaderSpec>,
+    state: MethodState,
 }
 
 impl Loader {
     /// A loader over an open connection.
-    pub fn new(client: Client, spec: std::sync::Arc<LoaderSpec>) -> Loader {
-        Loader { client, spec }
+    pub fn new(client: Client, spec: Arc<LoaderSpec>) -> Loader {
+        Loader {
+            client,
+            spec,
+            state: MethodState::default(),
+        }
     }
 
     /// The connection (for isolation queries and tests).
@@ -95,32 +236,18 @@ impl Loader {
 
     /// Loads `batch` in one transaction; returns the rows inserted.
     pub async fn load(&mut self, batch: &Batch) -> Result<u64, BatchError> {
-        let plain = |error| BatchError {
-            record: None,
-            commit_unknown: false,
-            error,
-        };
-        self.client.batch_execute("BEGIN").await.map_err(plain)?;
-        let result = match self.spec.method {
-            Method::Copy => {
-                let s = &self.spec;
-                copy_bytes(
-                    &self.client,
-                    &s.copy_sql,
-                    &s.framing,
-                    &batch.data,
-                    s.message_bytes,
-                )
-                .await
-                .map_err(|e| self.copy_error(batch, e))
-            }
-        };
+        self.client
+            .batch_execute("BEGIN")
+            .await
+            .map_err(BatchError::plain)?;
+        let result = self.run(batch).await;
         match result {
             Ok(rows) => match self.client.batch_execute("COMMIT").await {
                 Ok(()) => Ok(rows),
                 Err(error) => Err(BatchError {
                     record: None,
-                    commit_unknown: error.is_closed() || error.code().is_none(),
+                    commit_unknown: crate::error::classify(&error)
+                        == crate::error::Class::Connection,
                     error,
                 }),
             },
@@ -133,28 +260,80 @@ impl Loader {
         }
     }
 
-    fn copy_error(&self, batch: &Batch, error: tokio_postgres::Error) -> BatchError {
-        let record = error.as_db_error().and_then(|db| {
-            let (line, _) = super::failure::parse_context(db.where_()?, &self.spec.relname)?;
-            record_at_line(&self.spec.dialect, &batch.data, line)
-        });
-        BatchError {
-            record,
-            commit_unknown: false,
-            error,
+    /// The method's statements, inside the batch's transaction.
+    async fn run(&mut self, batch: &Batch) -> Result<u64, BatchError> {
+        let spec = self.spec.clone();
+        match spec.method {
+            Method::Copy => self.copy(batch).await,
+            Method::Binary => {
+                let encoders = match &self.state.encoders {
+                    Some(e) => e.clone(),
+                    None => {
+                        let e = binary::encoders(&self.client, &spec.setup)
+                            .await
+                            .map_err(BatchError::plain)?
+                            .map(Arc::new);
+                        self.state.encoders = Some(e.clone());
+                        e
+                    }
+                };
+                match encoders {
+                    Some(enc) => binary::load(&self.client, &spec, &enc, batch).await,
+                    None => self.copy(batch).await,
+                }
+            }
+            Method::Pipeline | Method::Insert | Method::Values => {
+                insert::load(&self.client, &spec, &mut self.state.statements, batch).await
+            }
         }
+    }
+
+    async fn copy(&self, batch: &Batch) -> Result<u64, BatchError> {
+        let s = &self.spec;
+        copy_bytes(
+            &self.client,
+            &s.copy_sql,
+            &s.framing,
+            &batch.data,
+            s.message_bytes,
+        )
+        .await
+        .map_err(|e| copy_error(s, &batch.data, e))
+    }
+}
+
+/// A text COPY's error, with the record its `line N` designates in `data`.
+pub(super) fn copy_error(
+    spec: &LoaderSpec,
+    data: &[u8],
+    error: tokio_postgres::Error,
+) -> BatchError {
+    let record = error.as_db_error().and_then(|db| {
+        let (line, _) = super::failure::parse_context(db.where_()?, &spec.relname)?;
+        record_at_line(&spec.dialect, data, line)
+    });
+    BatchError {
+        record,
+        commit_unknown: false,
+        error,
     }
 }
 
 /// The 0-based record that the server's `line N` designates in `data`.
 /// CSV counts newlines inside quoted fields into N (copyfromparse.c bumps
-/// `cur_lineno` for them); text and binary count records.
+/// `cur_lineno` for them) except inside the first record, read before the
+/// server knows the line-ending style; text and binary count records.
 pub fn record_at_line(dialect: &Dialect, data: &[u8], line: u64) -> Option<u64> {
     let index = match dialect.format {
         Format::Csv => {
-            scan::records(dialect, data)
+            let mut records = scan::records(dialect, data).peekable();
+            let first = records.peek()?;
+            let first_bytes = &data[first.start..first.end];
+            let uncounted = memchr::memchr_iter(b'\n', first_bytes).count() as u64
+                - u64::from(first_bytes.ends_with(b"\n"));
+            records
                 .enumerate()
-                .take_while(|(_, s)| s.line < line)
+                .take_while(|(_, s)| s.line < line + uncounted)
                 .last()?
                 .0
         }

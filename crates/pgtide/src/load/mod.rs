@@ -16,9 +16,14 @@
 //! loading the lines that are not listed, or redone with `--truncate`.
 //! Memory is bounded by `workers x chunk size x 2` whatever the input size.
 
+mod binary;
 pub mod copy;
 mod failure;
+mod insert;
 pub mod method;
+mod pipeline;
+mod setup;
+mod values;
 mod worker;
 mod workers;
 
@@ -59,6 +64,12 @@ pub struct LoadOptions {
     pub truncate: bool,
     /// How rows are sent.
     pub method: Method,
+    /// `--sql`: the statement run per row by `pipeline`/`insert`, with
+    /// the columns (file order) bound as text parameters `$1..$n`.
+    pub sql: Option<String>,
+    /// `--batch-rows`: rows per `values` statement (default: 1000 within
+    /// the 65,535-parameter limit).
+    pub batch_rows: Option<usize>,
     /// Write bad rows here (and their reasons to `<path>.log`) instead of
     /// stopping at the first one.
     pub rejects: Option<std::path::PathBuf>,
@@ -79,6 +90,8 @@ impl LoadOptions {
             message_bytes: copy::MESSAGE_BYTES,
             truncate: false,
             method: Method::Copy,
+            sql: None,
+            batch_rows: None,
             rejects: None,
             max_rejects: None,
         }
@@ -176,11 +189,16 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
             .await?;
     }
     drop(control);
+    let dialect = opts.copy.dialect(major);
+    let mut method_setup =
+        method::MethodSetup::new(table.name.quoted(), &columns, &opts.copy, &dialect);
+    method_setup.sql = opts.sql.clone();
+    method_setup.batch_rows = opts.batch_rows;
     let plan = workers::Plan {
         target: target.clone(),
         method: opts.method,
         sql,
-        dialect: opts.copy.dialect(major),
+        dialect,
         format: opts.copy.format,
         header: opts.copy.header,
         column_names,
@@ -191,6 +209,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         message_bytes: opts.message_bytes,
         rejects: opts.rejects.clone(),
         max_rejects: opts.max_rejects,
+        method_setup,
     };
     let outcome = workers::execute(plan, progress).await?;
     let mut report = Report {

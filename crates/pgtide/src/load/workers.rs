@@ -44,6 +44,8 @@ pub(super) struct Plan {
     pub rejects: Option<std::path::PathBuf>,
     /// `--max-rejects`.
     pub max_rejects: Option<u64>,
+    /// Columns, NULL spelling, `--sql` and `--batch-rows` for the methods.
+    pub method_setup: super::method::MethodSetup,
 }
 
 /// What the pool did.
@@ -121,7 +123,7 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
     } else {
         None
     };
-    let spec = Arc::new(LoaderSpec {
+    let mut spec = LoaderSpec {
         method: plan.method,
         copy_sql: plan.sql.clone(),
         framing: Framing {
@@ -131,7 +133,14 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         message_bytes: plan.message_bytes,
         dialect: plan.dialect.clone(),
         relname: plan.relname.clone(),
-    });
+        setup: Arc::new(plan.method_setup.clone()),
+    };
+    // Checked on a loader's own connection: its session is the loaders'.
+    let method_notes = match clients.first() {
+        Some(client) => spec.prepare(client).await?,
+        None => Vec::new(),
+    };
+    let spec = Arc::new(spec);
     let ctx = Arc::new(Ctx {
         target: plan.target.clone(),
         spec: spec.clone(),
@@ -154,7 +163,9 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
     let read = reader
         .join()
         .map_err(|_| Error::bug("the input reader thread panicked"))?;
-    Ok(summarize(shared, read))
+    let mut outcome = summarize(shared, read);
+    outcome.notes.splice(0..0, method_notes);
+    Ok(outcome)
 }
 
 fn summarize(shared: Arc<Mutex<Shared>>, read: Result<ReadStats>) -> Outcome {

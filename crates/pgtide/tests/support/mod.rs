@@ -36,6 +36,12 @@ pub struct Case {
     pub compress: Compress,
     pub columns: Option<Vec<String>>,
     pub table_override: Option<String>,
+    /// `--method` (default copy).
+    pub method: load::Method,
+    /// `--sql`.
+    pub sql: Option<String>,
+    /// `--batch-rows`.
+    pub batch_rows: Option<usize>,
 }
 
 impl Case {
@@ -49,7 +55,14 @@ impl Case {
             compress: Compress::None,
             columns: None,
             table_override: None,
+            method: load::Method::Copy,
+            sql: None,
+            batch_rows: None,
         }
+    }
+    pub fn method(mut self, m: load::Method) -> Case {
+        self.method = m;
+        self
     }
     pub fn workers(mut self, n: usize) -> Case {
         self.workers = n;
@@ -137,6 +150,9 @@ impl Db {
         o.workers = case.workers;
         o.chunk_bytes = case.chunk;
         o.columns = case.columns.clone();
+        o.method = case.method;
+        o.sql = case.sql.clone();
+        o.batch_rows = case.batch_rows;
         o
     }
 
@@ -240,8 +256,12 @@ impl Db {
             let diff: i64 = self
                 .client
                 .query_one(
+                    // Rows compared as text: stricter than `=` (numeric
+                    // 1.50 = 1.5, float -0 = 0) and works for types
+                    // without equality (json, point).
                     &format!(
-                        "SELECT count(*) FROM (SELECT * FROM {a} EXCEPT ALL SELECT * FROM {b}) d"
+                        "SELECT count(*) FROM (SELECT x::text FROM {a} x \
+                         EXCEPT ALL SELECT x::text FROM {b} x) d"
                     ),
                     &[],
                 )
