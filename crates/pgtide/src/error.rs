@@ -212,6 +212,11 @@ pub fn classify(err: &tokio_postgres::Error) -> Class {
     let Some(code) = err.code() else {
         return Class::Connection;
     };
+    // The session was terminated (pg_terminate_backend, shutdown): the
+    // connection is gone even though the server said why.
+    if matches!(code.code(), "57P01" | "57P02" | "57P03") {
+        return Class::Connection;
+    }
     match &code.code()[..2] {
         "08" => Class::Connection,
         "40" => Class::Transient,

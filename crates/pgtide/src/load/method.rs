@@ -212,6 +212,19 @@ pub struct Loader {
     client: Client,
     spec: Arc<LoaderSpec>,
     state: MethodState,
+    /// Set when the connection broke during `COMMIT`: the transaction id
+    /// and the rows it holds, so that the worker can ask a new connection
+    /// whether it committed (`txid_status`) instead of guessing.
+    in_doubt: Option<InDoubt>,
+}
+
+/// A batch whose `COMMIT` got no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InDoubt {
+    /// `txid_current()` of its transaction.
+    pub xid: i64,
+    /// Rows it inserted, if it committed.
+    pub rows: u64,
 }
 
 impl Loader {
@@ -221,7 +234,14 @@ impl Loader {
             client,
             spec,
             state: MethodState::default(),
+            in_doubt: None,
         }
+    }
+
+    /// The batch whose commit is in doubt after the last `load` failed
+    /// with `commit_unknown`.
+    pub fn in_doubt(&self) -> Option<InDoubt> {
+        self.in_doubt
     }
 
     /// The connection (for isolation queries and tests).
@@ -236,20 +256,34 @@ impl Loader {
 
     /// Loads `batch` in one transaction; returns the rows inserted.
     pub async fn load(&mut self, batch: &Batch) -> Result<u64, BatchError> {
-        self.client
-            .batch_execute("BEGIN")
+        self.in_doubt = None;
+        // One round trip: open the transaction and learn its id, which is
+        // what settles a COMMIT that got no answer.
+        let xid = self
+            .client
+            .simple_query("BEGIN; SELECT txid_current()")
             .await
-            .map_err(BatchError::plain)?;
+            .map_err(BatchError::plain)?
+            .iter()
+            .find_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0)?.parse::<i64>().ok(),
+                _ => None,
+            });
         let result = self.run(batch).await;
         match result {
             Ok(rows) => match self.client.batch_execute("COMMIT").await {
                 Ok(()) => Ok(rows),
-                Err(error) => Err(BatchError {
-                    record: None,
-                    commit_unknown: crate::error::classify(&error)
-                        == crate::error::Class::Connection,
-                    error,
-                }),
+                Err(error) => {
+                    let unknown = crate::error::classify(&error) == crate::error::Class::Connection;
+                    if unknown {
+                        self.in_doubt = xid.map(|xid| InDoubt { xid, rows });
+                    }
+                    Err(BatchError {
+                        record: None,
+                        commit_unknown: unknown,
+                        error,
+                    })
+                }
             },
             Err(e) => {
                 // The transaction is aborted; end it (a broken connection

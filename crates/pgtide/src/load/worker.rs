@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::method::{Batch, BatchError, Loader, LoaderSpec};
+use super::method::{Batch, BatchError, InDoubt, Loader, LoaderSpec};
 use super::workers::{chunk_error, last_line, Done, Failed, Shared};
 use super::RowFailure;
 use crate::chunk::Chunk;
@@ -138,9 +138,10 @@ fn finished(
     }
 }
 
-/// Loads a batch; after a broken connection (nothing committed: the error
-/// came before `COMMIT` was sent), reconnects with backoff and retries. A
-/// batch whose commit may have happened is never sent again.
+/// Loads a batch; after a broken connection, reconnects with backoff and
+/// retries, never loading a row twice: when the break hid the answer to
+/// `COMMIT`, the new connection asks the server what became of that
+/// transaction (`txid_status`) and resends only if it did not commit.
 async fn load_reconnecting(
     loader: &mut Loader,
     ctx: &Ctx,
@@ -149,23 +150,53 @@ async fn load_reconnecting(
     let mut delay = FIRST_BACKOFF;
     let mut attempt = 0;
     loop {
-        match loader.load(batch).await {
-            Err(e)
-                if classify(&e.error) == Class::Connection
-                    && !e.commit_unknown
-                    && attempt < RECONNECTS =>
-            {
-                attempt += 1;
-                tokio::time::sleep(delay).await;
-                delay *= 2;
-                if let Ok(client) = ctx.target.connect().await {
-                    *loader = Loader::new(client, ctx.spec.clone());
-                    Progress::add(&ctx.progress.reconnects, 1);
-                }
-            }
+        let e = match loader.load(batch).await {
+            Err(e) if classify(&e.error) == Class::Connection && attempt < RECONNECTS => e,
             result => return result,
+        };
+        let in_doubt = loader.in_doubt();
+        if e.commit_unknown && in_doubt.is_none() {
+            return Err(e);
+        }
+        attempt += 1;
+        tokio::time::sleep(delay).await;
+        delay *= 2;
+        let Ok(client) = ctx.target.connect().await else {
+            continue;
+        };
+        Progress::add(&ctx.progress.reconnects, 1);
+        if let Some(d) = in_doubt {
+            match commit_status(&client, d).await {
+                Some(true) => {
+                    *loader = Loader::new(client, ctx.spec.clone());
+                    return Ok(d.rows);
+                }
+                Some(false) => {}
+                None => return Err(e),
+            }
+        }
+        *loader = Loader::new(client, ctx.spec.clone());
+    }
+}
+
+/// Whether the transaction in doubt committed: `Some(true)` committed,
+/// `Some(false)` aborted (safe to resend), `None` unknown (give up).
+/// A dead session's transaction can still show as in progress for a
+/// moment, so that answer is asked again a few times.
+async fn commit_status(client: &tokio_postgres::Client, d: InDoubt) -> Option<bool> {
+    for _ in 0..20 {
+        let row = client
+            .query_one("SELECT txid_status($1)", &[&d.xid])
+            .await
+            .ok()?;
+        match row.get::<_, Option<String>>(0).as_deref() {
+            Some("committed") => return Some(true),
+            Some("aborted") => return Some(false),
+            Some("in progress") => tokio::time::sleep(Duration::from_millis(100)).await,
+            _ => return None,
         }
     }
+    None
 }
 
 fn failed_chunk(chunk: &Chunk, spec: &LoaderSpec, e: BatchError) -> Failed {
