@@ -129,6 +129,12 @@ impl CopyOptions {
     /// `ident`; option values are literals because COPY takes no bound
     /// parameters.
     pub fn copy_from_sql(&self, table: &str, columns: Option<&str>) -> String {
+        self.copy_from_sql_with(table, columns, &[])
+    }
+
+    /// [`CopyOptions::copy_from_sql`] with `extra` options appended (such
+    /// as `ON_ERROR ignore`).
+    pub fn copy_from_sql_with(&self, table: &str, columns: Option<&str>, extra: &[&str]) -> String {
         let mut opts = vec![format!(
             "FORMAT {}",
             match self.format {
@@ -160,6 +166,7 @@ impl CopyOptions {
         if let Some(e) = &self.encoding {
             opts.push(format!("ENCODING {}", quote_literal(e)));
         }
+        opts.extend(extra.iter().map(|e| e.to_string()));
         let cols = columns.map(|c| format!(" ({c})")).unwrap_or_default();
         format!("COPY {table}{cols} FROM STDIN WITH ({})", opts.join(", "))
     }

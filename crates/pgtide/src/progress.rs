@@ -19,6 +19,9 @@ pub struct Progress {
     /// Rows rejected so far (may run one ahead when `--max-rejects` stops
     /// the load; the reject file's count is the truth).
     pub rows_rejected: AtomicU64,
+    /// Rows the server skipped by itself (`ON_ERROR ignore`, PostgreSQL
+    /// 17+) before pgtide rejected them.
+    pub server_skipped: AtomicU64,
     /// Times a worker reconnected after a broken connection.
     pub reconnects: AtomicU64,
     /// Rows cut from the input so far.

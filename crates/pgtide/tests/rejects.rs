@@ -112,7 +112,7 @@ async fn run(
     workers: usize,
     chunk: usize,
     rejects: &std::path::Path,
-) -> Report {
+) -> (Report, u64) {
     let mut o = LoadOptions::new(
         vec![file.into()],
         QualifiedName::parse(table).unwrap(),
@@ -122,9 +122,16 @@ async fn run(
     o.workers = workers;
     o.chunk_bytes = chunk;
     o.rejects = Some(rejects.to_owned());
-    load::run(&db.target, &o, Arc::new(Progress::new(workers)))
+    let progress = Arc::new(Progress::new(workers));
+    let report = load::run(&db.target, &o, progress.clone())
         .await
-        .expect("load starts")
+        .expect("load starts");
+    (
+        report,
+        progress
+            .server_skipped
+            .load(std::sync::atomic::Ordering::Relaxed),
+    )
 }
 
 #[tokio::test]
@@ -141,7 +148,7 @@ async fn every_error_class_is_rejected_with_its_line_and_sqlstate() {
             let table = format!("t{n}");
             db.client.batch_execute(&table_sql(&table)).await.unwrap();
             let rejects = dir.path().join(format!("{table}.rejects"));
-            let report = run(
+            let (report, server_skipped) = run(
                 &db,
                 &table,
                 file.to_str().unwrap(),
@@ -151,6 +158,14 @@ async fn every_error_class_is_rejected_with_its_line_and_sqlstate() {
             )
             .await;
             let ctx = format!("workers {workers}, chunk {chunk}");
+            // PostgreSQL 17+ sets rows with bad values aside itself
+            // (ON_ERROR) when chunks hold several rows.
+            let major = db.cluster.bin().version();
+            if major >= 17 && chunk > 1 {
+                assert!(server_skipped > 0, "{ctx}: ON_ERROR was not used");
+            } else {
+                assert_eq!(server_skipped, 0, "{ctx}");
+            }
             assert!(report.failure.is_none(), "{ctx}: {:?}", report.failure);
             assert_eq!(
                 report.rows_read,

@@ -16,12 +16,15 @@ use super::tls::Plan;
 use super::{Endpoint, Target};
 use crate::{Error, ErrorKind, Result};
 
-pub(crate) async fn connect(target: &Target) -> Result<Client> {
+/// The server's NOTICE messages on one connection, in the order sent.
+pub type Notices = tokio::sync::mpsc::UnboundedReceiver<tokio_postgres::error::DbError>;
+
+pub(crate) async fn connect(target: &Target) -> Result<(Client, Notices)> {
     let plan = target.tls.plan()?;
     let mut errors = Vec::new();
     for endpoint in order(target) {
         match attempt(target, endpoint, &plan).await {
-            Ok(client) => return Ok(client),
+            Ok(connected) => return Ok(connected),
             Err(e) => errors.push(e),
         }
     }
@@ -44,7 +47,7 @@ fn order(target: &Target) -> Vec<&Endpoint> {
 }
 
 /// One host: TLS as planned, then (for `prefer`) plain if TLS failed.
-async fn attempt(target: &Target, ep: &Endpoint, plan: &Plan) -> Result<Client> {
+async fn attempt(target: &Target, ep: &Endpoint, plan: &Plan) -> Result<(Client, Notices)> {
     let (config, passfile_note) = config_for(target, ep);
     // libpq ignores sslmode on unix sockets, and the server refuses TLS
     // there: a local connection is already private.
@@ -82,13 +85,13 @@ async fn attempt(target: &Target, ep: &Endpoint, plan: &Plan) -> Result<Client> 
         }
     };
     match result {
-        Ok((client, connection)) => {
+        Ok((client, connection, notices)) => {
             tokio::spawn(async move {
                 // The error, if any, reaches the user through the client:
                 // its next call fails with "connection closed".
                 let _ = connection.await;
             });
-            Ok(client)
+            Ok((client, notices))
         }
         Err(f) => Err(explain(target, ep, f, passfile_note.as_deref())),
     }
@@ -100,10 +103,13 @@ type Connected<S> = (
     tokio_postgres::Connection<tokio_postgres::Socket, S>,
 );
 
-/// Both kinds of connection erased to one spawnable future.
+/// Both kinds of connection erased to one spawnable future, which
+/// forwards the server's notices (COPY's `ON_ERROR ignore` reports skipped
+/// rows only that way; they are dropped when nobody listens).
 type Spawnable = (
     Client,
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), tokio_postgres::Error>> + Send>>,
+    Notices,
 );
 
 enum Failure {
@@ -127,8 +133,23 @@ where
         },
         None => fut.await,
     };
-    out.map(|(client, conn)| (client, Box::pin(conn) as _))
-        .map_err(Failure::Pg)
+    out.map(|(client, mut conn)| {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let forward = async move {
+            loop {
+                match std::future::poll_fn(|cx| conn.poll_message(cx)).await {
+                    Some(Ok(tokio_postgres::AsyncMessage::Notice(n))) => {
+                        let _ = tx.send(n);
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => return Err(e),
+                    None => return Ok(()),
+                }
+            }
+        };
+        (client, Box::pin(forward) as _, rx)
+    })
+    .map_err(Failure::Pg)
 }
 
 /// The tokio-postgres configuration for one endpoint, and why the

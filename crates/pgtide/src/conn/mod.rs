@@ -30,6 +30,7 @@
 
 mod config;
 mod connect;
+pub use connect::Notices;
 pub mod env;
 pub mod pgpass;
 mod resolve;
@@ -120,6 +121,12 @@ impl Target {
     /// Connects (trying each host in turn, as libpq does) and spawns the
     /// connection task on the current tokio runtime.
     pub async fn connect(&self) -> Result<tokio_postgres::Client> {
+        Ok(connect::connect(self).await?.0)
+    }
+
+    /// Like [`Target::connect`], also returning the server's NOTICE
+    /// messages as they arrive.
+    pub async fn connect_with_notices(&self) -> Result<(tokio_postgres::Client, Notices)> {
         connect::connect(self).await
     }
 

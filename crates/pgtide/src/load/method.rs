@@ -145,6 +145,9 @@ pub struct LoaderSpec {
     pub relname: String,
     /// Columns, NULL spelling and statements for the non-COPY methods.
     pub setup: Arc<MethodSetup>,
+    /// The COPY statement with `ON_ERROR ignore` (PostgreSQL 17+, text or
+    /// CSV, with `--rejects`): type errors are skipped in one pass.
+    pub on_error_sql: Option<String>,
 }
 
 impl LoaderSpec {
@@ -216,6 +219,10 @@ pub struct Loader {
     /// and the rows it holds, so that the worker can ask a new connection
     /// whether it committed (`txid_status`) instead of guessing.
     in_doubt: Option<InDoubt>,
+    /// The server's notices, when the COPY runs with `ON_ERROR ignore`.
+    notices: Option<crate::conn::Notices>,
+    /// Records of the last batch that `ON_ERROR ignore` skipped.
+    skipped: Vec<u64>,
 }
 
 /// A batch whose `COMMIT` got no answer.
@@ -235,7 +242,28 @@ impl Loader {
             spec,
             state: MethodState::default(),
             in_doubt: None,
+            notices: None,
+            skipped: Vec::new(),
         }
+    }
+
+    /// A loader that reads the server's notices: with `spec.on_error_sql`
+    /// set, its COPY skips rows with bad values and reports them through
+    /// [`Loader::take_skipped`].
+    pub fn with_notices(
+        client: Client,
+        notices: crate::conn::Notices,
+        spec: Arc<LoaderSpec>,
+    ) -> Loader {
+        let mut loader = Loader::new(client, spec);
+        loader.notices = Some(notices);
+        loader
+    }
+
+    /// The records (0-based, in the last batch) that the server skipped
+    /// with `ON_ERROR ignore`; they are neither loaded nor rejected yet.
+    pub fn take_skipped(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.skipped)
     }
 
     /// The batch whose commit is in doubt after the last `load` failed
@@ -257,6 +285,7 @@ impl Loader {
     /// Loads `batch` in one transaction; returns the rows inserted.
     pub async fn load(&mut self, batch: &Batch) -> Result<u64, BatchError> {
         self.in_doubt = None;
+        self.skipped.clear();
         // One round trip: open the transaction and learn its id, which is
         // what settles a COMMIT that got no answer.
         let xid = self
@@ -322,18 +351,80 @@ impl Loader {
         }
     }
 
-    async fn copy(&self, batch: &Batch) -> Result<u64, BatchError> {
-        let s = &self.spec;
-        copy_bytes(
-            &self.client,
-            &s.copy_sql,
-            &s.framing,
-            &batch.data,
-            s.message_bytes,
-        )
-        .await
-        .map_err(|e| copy_error(s, &batch.data, e))
+    async fn copy(&mut self, batch: &Batch) -> Result<u64, BatchError> {
+        let s = self.spec.clone();
+        match (&s.on_error_sql, self.notices.is_some()) {
+            // A single record gains nothing from ON_ERROR: run it plainly
+            // and get the server's own reason when it fails.
+            (Some(sql), true) if batch.records > 1 => self.copy_lenient(sql, batch).await,
+            _ => self.copy_with(&s.copy_sql, batch).await,
+        }
     }
+
+    async fn copy_with(&self, sql: &str, batch: &Batch) -> Result<u64, BatchError> {
+        let s = &self.spec;
+        copy_bytes(&self.client, sql, &s.framing, &batch.data, s.message_bytes)
+            .await
+            .map_err(|e| copy_error(s, &batch.data, e))
+    }
+
+    /// COPY with `ON_ERROR ignore, LOG_VERBOSITY verbose` (PostgreSQL 17+):
+    /// rows with bad values are skipped by the server in one pass, and each
+    /// skip is told in a NOTICE naming its line. Those rows are left for
+    /// the caller to reject (with the reason a plain COPY of the row gives).
+    /// If the notices do not account for every skipped row, the COPY is
+    /// undone (savepoint) and run plainly, so nothing can vanish.
+    async fn copy_lenient(&mut self, sql: &str, batch: &Batch) -> Result<u64, BatchError> {
+        if let Some(n) = self.notices.as_mut() {
+            while n.try_recv().is_ok() {}
+        }
+        self.client
+            .batch_execute("SAVEPOINT pgtide_lenient")
+            .await
+            .map_err(BatchError::plain)?;
+        let rows = self.copy_with(sql, batch).await?;
+        if rows == batch.records {
+            return Ok(rows);
+        }
+        let mut skipped = Vec::new();
+        if let Some(n) = self.notices.as_mut() {
+            while let Ok(notice) = n.try_recv() {
+                if notice.routine() != Some("NextCopyFrom") {
+                    continue;
+                }
+                let line = first_number(notice.message());
+                if let Some(i) =
+                    line.and_then(|l| record_at_line(&self.spec.dialect, &batch.data, l))
+                {
+                    skipped.push(i);
+                }
+            }
+        }
+        skipped.sort_unstable();
+        skipped.dedup();
+        if skipped.len() as u64 == batch.records - rows {
+            self.skipped = skipped;
+            return Ok(rows);
+        }
+        self.client
+            .batch_execute("ROLLBACK TO SAVEPOINT pgtide_lenient")
+            .await
+            .map_err(BatchError::plain)?;
+        let plain = self.spec.copy_sql.clone();
+        self.copy_with(&plain, batch).await
+    }
+}
+
+/// The first decimal number in a message: the line in "skipping row due
+/// to data type incompatibility at line N for column ..." (the column name
+/// and value come after it, in every translation).
+fn first_number(message: &str) -> Option<u64> {
+    let start = message.find(|c: char| c.is_ascii_digit())?;
+    let digits: String = message[start..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
 }
 
 /// A text COPY's error, with the record its `line N` designates in `data`.

@@ -183,6 +183,20 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     let sql = opts
         .copy
         .copy_from_sql(&table.name.quoted(), list.as_deref());
+    // PostgreSQL 17 skips rows with bad values itself (ON_ERROR): one pass
+    // instead of retries for the commonest dirty data. Not for binary input
+    // (COPY refuses it) nor other methods (they send no COPY text).
+    let on_error_sql = (opts.rejects.is_some()
+        && major >= 17
+        && opts.method == Method::Copy
+        && opts.copy.format != CopyFormat::Binary)
+        .then(|| {
+            opts.copy.copy_from_sql_with(
+                &table.name.quoted(),
+                list.as_deref(),
+                &["ON_ERROR ignore", "LOG_VERBOSITY verbose"],
+            )
+        });
     if opts.truncate {
         control
             .batch_execute(&format!("TRUNCATE {}", table.name.quoted()))
@@ -210,6 +224,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         rejects: opts.rejects.clone(),
         max_rejects: opts.max_rejects,
         method_setup,
+        on_error_sql,
     };
     let outcome = workers::execute(plan, progress).await?;
     let mut report = Report {

@@ -24,7 +24,7 @@ use super::pipeline::{drive, PIPELINE_DEPTH};
 
 /// `values` statements in flight: enough to overlap the client's
 /// splitting with the server's inserting.
-const VALUES_DEPTH: usize = 4;
+const VALUES_DEPTH: usize = 2;
 
 /// What a `values` job is.
 enum Job {

@@ -10,13 +10,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::method::{Batch, BatchError, InDoubt, Loader, LoaderSpec};
-use super::workers::{chunk_error, last_line, Done, Failed, Shared};
+use super::workers::{chunk_error, last_line, new_loader, Done, Failed, Shared};
 use super::RowFailure;
 use crate::chunk::Chunk;
 use crate::conn::Target;
 use crate::error::{classify, Class};
 use crate::progress::Progress;
-use crate::reject::isolate::isolate;
+use crate::reject::isolate::{isolate, Start};
 
 /// Reconnect attempts after a broken connection, with doubling delays
 /// from [`FIRST_BACKOFF`]: about 8 s in all, enough for a server restart
@@ -51,18 +51,18 @@ pub(super) async fn work(
         let result = load_reconnecting(&mut loader, &ctx, &batch).await;
         let ok = match result {
             Ok(rows) => {
-                finished(
-                    &ctx,
-                    id,
-                    &chunk,
-                    rows,
-                    Vec::new(),
-                    vec![(chunk.first_line, last_line(&chunk))],
-                );
-                true
+                let skipped = loader.take_skipped();
+                if skipped.is_empty() {
+                    let lines = vec![(chunk.first_line, last_line(&chunk))];
+                    finished(&ctx, id, &chunk, rows, Vec::new(), lines);
+                    true
+                } else {
+                    let start = Start::Skipped { rows, skipped };
+                    isolated(&mut loader, &ctx, id, &chunk, start).await
+                }
             }
             Err(e) if ctx.isolate && classify(&e.error) == Class::Row => {
-                isolated(&mut loader, &ctx, id, &chunk, e).await
+                isolated(&mut loader, &ctx, id, &chunk, Start::Failed(e)).await
             }
             Err(e) => {
                 let failed = failed_chunk(&chunk, loader.spec(), e);
@@ -78,7 +78,7 @@ pub(super) async fn work(
 }
 
 /// Isolates the bad rows of a failed chunk; false when the load must stop.
-async fn isolated(loader: &mut Loader, ctx: &Ctx, id: usize, chunk: &Chunk, e: BatchError) -> bool {
+async fn isolated(loader: &mut Loader, ctx: &Ctx, id: usize, chunk: &Chunk, start: Start) -> bool {
     let progress = ctx.progress.clone();
     let max = ctx.max_rejects;
     let may_reject = move || {
@@ -87,7 +87,8 @@ async fn isolated(loader: &mut Loader, ctx: &Ctx, id: usize, chunk: &Chunk, e: B
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         max.is_none_or(|m| before < m)
     };
-    let (iso, err) = isolate(loader, chunk, e, may_reject).await;
+    let (iso, err) = isolate(loader, chunk, start, may_reject).await;
+    Progress::add(&ctx.progress.server_skipped, iso.server_skipped);
     finished(ctx, id, chunk, iso.loaded, iso.rejects, iso.done);
     match err {
         None => true,
@@ -161,21 +162,21 @@ async fn load_reconnecting(
         attempt += 1;
         tokio::time::sleep(delay).await;
         delay *= 2;
-        let Ok(client) = ctx.target.connect().await else {
+        let Ok((client, notices)) = ctx.target.connect_with_notices().await else {
             continue;
         };
         Progress::add(&ctx.progress.reconnects, 1);
         if let Some(d) = in_doubt {
             match commit_status(&client, d).await {
                 Some(true) => {
-                    *loader = Loader::new(client, ctx.spec.clone());
+                    *loader = new_loader(client, notices, &ctx.spec);
                     return Ok(d.rows);
                 }
                 Some(false) => {}
                 None => return Err(e),
             }
         }
-        *loader = Loader::new(client, ctx.spec.clone());
+        *loader = new_loader(client, notices, &ctx.spec);
     }
 }
 

@@ -44,6 +44,8 @@ pub(super) struct Plan {
     pub rejects: Option<std::path::PathBuf>,
     /// `--max-rejects`.
     pub max_rejects: Option<u64>,
+    /// COPY with `ON_ERROR ignore` (PostgreSQL 17+ with `--rejects`).
+    pub on_error_sql: Option<String>,
     /// Columns, NULL spelling, `--sql` and `--batch-rows` for the methods.
     pub method_setup: super::method::MethodSetup,
 }
@@ -103,7 +105,7 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
     // fast and leaves the table untouched.
     let mut clients = Vec::with_capacity(plan.workers);
     for _ in 0..plan.workers {
-        clients.push(plan.target.connect().await?);
+        clients.push(plan.target.connect_with_notices().await?);
     }
     let shared = Arc::new(Mutex::new(Shared::default()));
     if let Some(path) = &plan.rejects {
@@ -134,10 +136,11 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         dialect: plan.dialect.clone(),
         relname: plan.relname.clone(),
         setup: Arc::new(plan.method_setup.clone()),
+        on_error_sql: plan.on_error_sql.clone(),
     };
     // Checked on a loader's own connection: its session is the loaders'.
     let method_notes = match clients.first() {
-        Some(client) => spec.prepare(client).await?,
+        Some((client, _)) => spec.prepare(client).await?,
         None => Vec::new(),
     };
     let spec = Arc::new(spec);
@@ -150,8 +153,8 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         max_rejects: plan.max_rejects,
     });
     let mut tasks = Vec::new();
-    for (id, client) in clients.into_iter().enumerate() {
-        let loader = Loader::new(client, spec.clone());
+    for (id, (client, notices)) in clients.into_iter().enumerate() {
+        let loader = new_loader(client, notices, &spec);
         tasks.push(tokio::spawn(work(id, loader, rx.clone(), ctx.clone())));
     }
     drop(rx);
@@ -206,6 +209,19 @@ fn summarize(shared: Arc<Mutex<Shared>>, read: Result<ReadStats>) -> Outcome {
         notes,
         failure,
         failed_row,
+    }
+}
+
+/// A loader; it listens to notices only when its COPY runs with
+/// `ON_ERROR ignore` (elsewhere nobody would drain them).
+pub(super) fn new_loader(
+    client: tokio_postgres::Client,
+    notices: crate::conn::Notices,
+    spec: &Arc<LoaderSpec>,
+) -> Loader {
+    match spec.on_error_sql {
+        Some(_) => Loader::with_notices(client, notices, spec.clone()),
+        None => Loader::new(client, spec.clone()),
     }
 }
 

@@ -48,21 +48,38 @@ pub struct Isolated {
     /// Input line ranges `(first, last)` whose rows are now either
     /// committed or rejected, in input order.
     pub done: Vec<(u64, u64)>,
+    /// Rows the server itself set aside (`ON_ERROR ignore`).
+    pub server_skipped: u64,
 }
 
-/// Loads every good row of `chunk` and returns the bad ones. `first` is
-/// the error of the attempt that loaded the whole chunk. `may_reject`
+/// Where isolation starts from: what the attempt at the whole chunk did.
+#[derive(Debug)]
+pub enum Start {
+    /// It failed.
+    Failed(BatchError),
+    /// It committed `rows` rows; the server skipped these records
+    /// (`ON_ERROR ignore`), which still need a verdict.
+    Skipped {
+        /// Rows committed.
+        rows: u64,
+        /// 0-based records of the chunk the server skipped.
+        skipped: Vec<u64>,
+    },
+}
+
+/// Loads every good row of `chunk` and returns the bad ones. `start` is
+/// what the attempt at the whole chunk did. `may_reject`
 /// is asked before each reject (it enforces `--max-rejects`); when it
 /// says no, isolation stops with a `RejectLimit` error. When isolation
 /// stops, what it did so far is returned with the error.
 pub async fn isolate(
     loader: &mut Loader,
     chunk: &Chunk,
-    first: BatchError,
+    start: Start,
     may_reject: impl FnMut() -> bool,
 ) -> (Isolated, Option<Error>) {
     let mut out = Isolated::default();
-    let result = run(loader, chunk, first, may_reject, &mut out).await;
+    let result = run(loader, chunk, start, may_reject, &mut out).await;
     out.rejects.sort_by_key(|r| r.at.record);
     out.done.sort_unstable();
     (out, result.err())
@@ -71,7 +88,7 @@ pub async fn isolate(
 async fn run(
     loader: &mut Loader,
     chunk: &Chunk,
-    first: BatchError,
+    start: Start,
     mut may_reject: impl FnMut() -> bool,
     out: &mut Isolated,
 ) -> Result<()> {
@@ -85,7 +102,13 @@ async fn run(
         relname: &spec.relname,
     };
     let mut queue: VecDeque<(usize, usize, Option<BatchError>)> = VecDeque::new();
-    queue.push_back((0, n, Some(first)));
+    match start {
+        Start::Failed(first) => queue.push_back((0, n, Some(first))),
+        Start::Skipped { rows, skipped } => {
+            out.loaded += rows;
+            site.settled_around(0, n, &skipped, out, &mut queue);
+        }
+    }
     let mut transient = 0;
     while let Some((lo, hi, known)) = queue.pop_front() {
         if lo >= hi {
@@ -98,7 +121,8 @@ async fn run(
         let e = match result {
             Ok(rows) => {
                 out.loaded += rows;
-                out.done.push(site.lines(lo, hi));
+                let skipped = loader.take_skipped();
+                site.settled_around(lo, hi, &skipped, out, &mut queue);
                 continue;
             }
             Err(e) => e,
@@ -171,6 +195,41 @@ struct Site<'a> {
 }
 
 impl Site<'_> {
+    /// Records `lo..hi` were loaded except `skipped` (0-based from `lo`),
+    /// which the server set aside (`ON_ERROR ignore`): the others are done;
+    /// each skipped one is tried alone, to be rejected with the server's
+    /// own reason (or loaded, should it pass on its own).
+    fn settled_around(
+        &self,
+        lo: usize,
+        hi: usize,
+        skipped: &[u64],
+        out: &mut Isolated,
+        queue: &mut VecDeque<(usize, usize, Option<BatchError>)>,
+    ) {
+        out.server_skipped += skipped.len() as u64;
+        let mut from = lo;
+        for &k in skipped {
+            let bad = lo + k as usize;
+            if bad >= hi {
+                continue;
+            }
+            if from < bad {
+                out.done.push(self.lines(from, bad));
+            }
+            from = bad + 1;
+        }
+        if from < hi {
+            out.done.push(self.lines(from, hi));
+        }
+        for &k in skipped.iter().rev() {
+            let bad = lo + k as usize;
+            if bad < hi {
+                queue.push_front((bad, bad + 1, None));
+            }
+        }
+    }
+
     /// First and last input line of records `lo..hi`.
     fn lines(&self, lo: usize, hi: usize) -> (u64, u64) {
         let start = |i: usize| match self.format {
