@@ -77,7 +77,7 @@ impl MethodSetup {
 
     /// The input is in UTF-8 (no ENCODING option, or a UTF-8 one).
     pub(super) fn utf8_input(&self) -> bool {
-        self.encoding.as_deref().map_or(true, is_utf8_name)
+        self.encoding.as_deref().is_none_or(is_utf8_name)
     }
 }
 
