@@ -466,7 +466,7 @@ fn binary_file(
     let mut out = b"PGCOPY\n\xff\r\n\0".to_vec();
     out.extend_from_slice(&0u32.to_be_bytes());
     out.extend_from_slice(&(ext as u32).to_be_bytes());
-    out.extend(std::iter::repeat(7u8).take(ext));
+    out.extend(std::iter::repeat_n(7u8, ext));
     let mut ends = Vec::new();
     for t in tuples {
         out.extend_from_slice(&(t.len() as i16).to_be_bytes());
