@@ -99,7 +99,8 @@ pub async fn run(a: BenchArgs) -> pgtide::Result<u8> {
             })
             .await?;
             let title = "parallel loads into t_copy1 (seed 000)";
-            report(&results, title, &[parallel::PSQL_COPY], &p.common)
+            let refs = [parallel::PSQL_COPY, bench::load::SERVER_COPY];
+            report(&results, title, &refs, &p.common)
         }
         BenchScenario::Export(e) => {
             let spec = ExportBench {

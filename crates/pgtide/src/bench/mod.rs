@@ -130,8 +130,11 @@ pub fn table(results: &[Measurement], reference: &str) -> String {
     if servers.len() > 1 {
         head.push(format!("vs {}", servers[0]));
     }
-    let mut out = format!("| {} |\n|---|", head.join(" | "));
-    out.push_str(&"---:|".repeat(head.len() - 1));
+    // Text columns (data set, server, contender) left, numbers right.
+    let text_columns = head.len() - 5 - usize::from(servers.len() > 1);
+    let mut out = format!("| {} |\n|", head.join(" | "));
+    out.push_str(&"---|".repeat(text_columns));
+    out.push_str(&"---:|".repeat(head.len() - text_columns));
     out.push('\n');
     for m in results {
         let mut cells = vec![m.dataset.clone()];
@@ -293,6 +296,10 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("| vs reference | vs PG 15.1 |"), "{t}");
+        assert_eq!(
+            t.lines().nth(1),
+            Some("|---|---|---|---:|---:|---:|---:|---:|---:|")
+        );
         assert!(
             t.contains("| 4 clients | PG 17.0 | pgtide | 1000 | 6.000M | 6.000M | 6.000M | 2.00x | 1.50x |"),
             "{t}"

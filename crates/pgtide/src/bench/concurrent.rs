@@ -1,0 +1,225 @@
+//! `pgtide bench concurrent`: seed 003's experiment ("PG16 COPY concurrent
+//! bulk-load 300% faster?").
+//!
+//! N clients each load the same 1,000-row file into one table, over and
+//! over, for a fixed time; then `count(*)` says how many rows made it. The
+//! table is the seed's `t(id int, col2 varchar(32))`, rows `n, 'test'||n`,
+//! named `concurrent_t` so that `bench load`'s `t` is never touched. The number
+//! reported is **rows per minute** for each N (higher is better), so the
+//! seed's figures compare directly: 1 client PG14 5.5M, PG16 6.2M rows/min;
+//! 10 clients 20.8M vs 23.8M; concurrency gave more than 3x over one
+//! client, PG16's bulk relation extension about 12% more.
+//!
+//! Contenders, in the same run and against the same table:
+//! - `pgtide`: N tokio tasks, one connection each, each sending the
+//!   1,000-row buffer as one `COPY ... FROM STDIN` in a loop;
+//! - `psql \copy`: N OS threads each running `psql -c "\copy ... from
+//!   'file'"` in a loop, which is what the seed's Python script did (so each
+//!   load pays a process start and a connection, as there).
+//!
+//! The clock starts before any client connects and stops when the last
+//! client finishes the load it was running at the deadline; the rate is
+//! `count(*)` over that wall time. The table is truncated before each run,
+//! and the count must equal the number of completed loads times 1,000.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::task::JoinSet;
+
+use super::baseline::find_psql;
+use super::datasets::{Dataset, LOAD_DATASETS};
+use super::{copy_bytes, count_rows, psql_file, psql_meta, server_label, Measurement, Unit};
+use crate::conn::Target;
+use crate::error::{Error, ErrorKind, Result};
+use crate::ident::{quote, QualifiedName};
+
+/// The pgtide contender.
+pub const PGTIDE: &str = "pgtide";
+/// The psql contender (the seed's method, and the reference).
+pub const PSQL_COPY: &str = super::load::PSQL_COPY;
+/// Rows in the file every client loads (the seed's `t1k.dat`).
+pub const FILE_ROWS: u64 = 1_000;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct ConcurrentBench {
+    /// Client counts to measure, e.g. 1, 2, 4, 8, 16.
+    pub clients: Vec<usize>,
+    /// How long each run loads (the seed: 60 s).
+    pub seconds: f64,
+    /// Runs per contender and client count.
+    pub runs: usize,
+    /// Where the 1,000-row file is written.
+    pub dir: PathBuf,
+}
+
+/// Runs the scenario; `on_result` sees each measurement as it completes.
+pub async fn run(
+    target: &Target,
+    bench: &ConcurrentBench,
+    mut on_result: impl FnMut(&Measurement),
+) -> Result<Vec<Measurement>> {
+    let client = target.connect().await?;
+    let server = server_label(&client).await?;
+    let ds = dataset()?;
+    ds.create(&client).await?;
+    let file = ds.generate(&client, &bench.dir, FILE_ROWS).await?;
+    let data =
+        Bytes::from(std::fs::read(&file).map_err(|e| Error::read(&file.to_string_lossy(), e))?);
+    let sql = format!(
+        "COPY {} FROM STDIN",
+        QualifiedName::parse(ds.name)?.quoted()
+    );
+    let psql = find_psql();
+    let duration = Duration::from_secs_f64(bench.seconds.max(0.0));
+    let mut results = Vec::new();
+    for &n in &bench.clients {
+        let label = format!("{n} client{}", if n == 1 { "" } else { "s" });
+        for who in [PSQL_COPY, PGTIDE] {
+            let mut m = Measurement {
+                unit: Unit::RowsPerMin,
+                ..Measurement::new(&label, who, 0, &server)
+            };
+            for _ in 0..bench.runs {
+                client
+                    .batch_execute(&format!("TRUNCATE {}", ds.name))
+                    .await?;
+                let outcome = match (who, &psql) {
+                    (PGTIDE, _) => pgtide_clients(target, n, &sql, &data, Some(duration)).await,
+                    (_, Some(psql)) => {
+                        psql_clients(target, psql, n, ds.name, &file, Some(duration)).await
+                    }
+                    (_, None) => Err(Error::config("psql not found")),
+                };
+                let (loads, seconds) = match outcome {
+                    Ok(done) => done,
+                    Err(e) => {
+                        m.skipped = Some(e.message().to_owned());
+                        break;
+                    }
+                };
+                let counted = count_rows(&client, ds.name).await?;
+                check_count(&label, who, counted, loads * FILE_ROWS)?;
+                m.rows = if m.seconds.is_empty() {
+                    counted
+                } else {
+                    m.rows.min(counted)
+                };
+                m.seconds.push(seconds);
+                m.rows_per_min
+                    .push(counted as f64 / seconds.max(1e-9) * 60.0);
+            }
+            on_result(&m);
+            results.push(m);
+        }
+    }
+    Ok(results)
+}
+
+/// The seeds' `t` data set (`id int, col2 varchar(32)`), under this
+/// scenario's own table name, so that it and `bench load` cannot truncate
+/// each other's table on a shared server.
+fn dataset() -> Result<Dataset> {
+    let t = LOAD_DATASETS
+        .iter()
+        .find(|d| d.name == "t")
+        .ok_or_else(|| Error::bug("data set t is missing"))?;
+    Ok(Dataset {
+        name: "concurrent_t",
+        ..t.clone()
+    })
+}
+
+/// Every completed load must be in the table, or the rate means nothing.
+pub(crate) fn check_count(what: &str, who: &str, counted: u64, expected: u64) -> Result<()> {
+    if counted != expected {
+        let message =
+            format!("{what}: {who} completed loads of {expected} rows but the table has {counted}");
+        return Err(Error::bug(message).with_hint(
+            "if another session wrote to the same table meanwhile, run the benchmark on a \
+             server nobody else uses; otherwise this is a bug in pgtide",
+        ));
+    }
+    Ok(())
+}
+
+/// `clients` tasks, one connection each, each running `sql` with `data`
+/// once, then again until `until` has passed (once only when `None`).
+/// Returns the number of completed COPYs and the wall time, clock started
+/// before connecting.
+pub(crate) async fn pgtide_clients(
+    target: &Target,
+    clients: usize,
+    sql: &str,
+    data: &Bytes,
+    until: Option<Duration>,
+) -> Result<(u64, f64)> {
+    let start = Instant::now();
+    let deadline = until.map(|d| start + d);
+    let mut tasks = JoinSet::new();
+    for _ in 0..clients {
+        let (target, sql, data) = (target.clone(), sql.to_owned(), data.clone());
+        tasks.spawn(async move {
+            let client = target.connect().await?;
+            let mut loads = 0u64;
+            loop {
+                copy_bytes(&client, &sql, &data).await?;
+                loads += 1;
+                if deadline.is_none_or(|d| Instant::now() >= d) {
+                    return Ok::<u64, Error>(loads);
+                }
+            }
+        });
+    }
+    let mut loads = 0;
+    while let Some(done) = tasks.join_next().await {
+        loads += done.map_err(|e| Error::bug(format!("client task failed: {e}")))??;
+    }
+    Ok((loads, start.elapsed().as_secs_f64()))
+}
+
+/// `clients` OS threads each running `psql -c "\copy <table> FROM <file>"`
+/// once, then again until `until` has passed (once only when `None`).
+/// Returns the number of completed loads and the wall time.
+pub(crate) async fn psql_clients(
+    target: &Target,
+    psql: &Path,
+    clients: usize,
+    table: &str,
+    file: &Path,
+    until: Option<Duration>,
+) -> Result<(u64, f64)> {
+    let (target, psql) = (target.clone(), psql.to_owned());
+    let meta = format!("\\copy {} FROM {}", quote(table), psql_file(file));
+    tokio::task::spawn_blocking(move || {
+        let start = Instant::now();
+        let deadline = until.map(|d| start + d);
+        let loads = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..clients)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut loads = 0u64;
+                        loop {
+                            psql_meta(&target, &psql, &meta)?;
+                            loads += 1;
+                            if deadline.is_none_or(|d| Instant::now() >= d) {
+                                return Ok::<u64, Error>(loads);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            threads.into_iter().try_fold(0u64, |sum, t| {
+                let n = t
+                    .join()
+                    .map_err(|_| Error::new(ErrorKind::Bug, "psql thread panicked"))??;
+                Ok::<u64, Error>(sum + n)
+            })
+        })?;
+        Ok((loads, start.elapsed().as_secs_f64()))
+    })
+    .await
+    .map_err(|e| Error::bug(format!("psql task failed: {e}")))?
+}

@@ -1,0 +1,253 @@
+//! `pgtide bench fdw-batch`: seed 002's experiment ("Faster bulk insert
+//! into foreign tables", postgres_fdw `batch_size`, PG 14).
+//!
+//! `INSERT INTO <foreign table> SELECT g, md5(g::text) FROM
+//! generate_series(1, N) g` into `(id int primary key, v text)` on a second
+//! throwaway server on the same host, with postgres_fdw's `batch_size` 1
+//! (one round trip per row, which is what every FDW insert did before PG
+//! 14) and 100 (one `INSERT ... VALUES (r1),...,(r100)` per round trip),
+//! next to the same INSERT into a local table: the reference. Lower is
+//! better; the seed's figures for 1M rows: local 6.1 s, PG13 FDW 125.3 s
+//! (20x local), PG14 FDW with batch_size 100 11.1 s (1.8x local).
+//!
+//! The remote is started with the binaries `PgBin::find()` finds (or the
+//! ones given) and the main server's `fsync` setting, and reached at
+//! 127.0.0.1, so the main server must run on this host. Without
+//! postgres_fdw on the main server, the FDW contenders are reported as
+//! skipped with the server's reason. The foreign server (named `fdw`) and
+//! its user mapping, which holds the remote's password, are dropped at
+//! the end.
+
+use tokio_postgres::Client;
+
+use super::{count_rows, server_label, Measurement};
+use crate::cluster::{Cluster, ClusterOptions, PgBin};
+use crate::conn::Target;
+use crate::error::{Error, Result};
+use crate::ident::{quote, quote_literal};
+
+/// The reference: the same INSERT into a local table.
+pub const LOCAL: &str = "local table";
+/// Rows at scale 1 (the seed's size).
+pub const ROWS: u64 = 1_000_000;
+/// The foreign server's name on the main server.
+const SERVER: &str = "fdw";
+/// The foreign table (main server), its remote table, and the local table.
+const FOREIGN: &str = "fdw_target";
+const REMOTE: &str = "fdw_remote";
+const LOCAL_TABLE: &str = "fdw_local";
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct FdwBench {
+    /// Scale of the row count (1.0 = 1M rows).
+    pub scale: f64,
+    /// Runs per contender.
+    pub runs: usize,
+    /// `batch_size` values to measure (the seed: 1 and 100).
+    pub batch_sizes: Vec<u32>,
+    /// Binaries for the remote server; `None` = `PgBin::find()`.
+    pub remote_bin: Option<PgBin>,
+}
+
+/// `postgres_fdw batch_size B`.
+pub fn fdw_name(batch_size: u32) -> String {
+    format!("postgres_fdw batch_size {batch_size}")
+}
+
+/// Runs the scenario; `on_result` sees each measurement as it completes.
+pub async fn run(
+    target: &Target,
+    bench: &FdwBench,
+    mut on_result: impl FnMut(&Measurement),
+) -> Result<Vec<Measurement>> {
+    let client = target.connect().await?;
+    let server = server_label(&client).await?;
+    let rows = ((ROWS as f64 * bench.scale).round() as u64).max(1);
+    let label = format!("INSERT SELECT {rows} rows");
+    let blank = |who: &str| Measurement::new(&label, who, rows, &server);
+
+    let local = quote(LOCAL_TABLE);
+    client
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS {local}; CREATE TABLE {local} (id int primary key, v text)"
+        ))
+        .await?;
+    let mut m = blank(LOCAL);
+    for _ in 0..bench.runs {
+        client.batch_execute(&format!("TRUNCATE {local}")).await?;
+        m.seconds
+            .push(timed(&client, &insert_sql(LOCAL_TABLE, rows)).await?);
+        expect_rows(count_rows(&client, LOCAL_TABLE).await?, rows, LOCAL)?;
+    }
+    on_result(&m);
+    let mut results = vec![m];
+
+    let remote = match setup(&client, bench).await {
+        Ok(remote) => remote,
+        Err(e) => {
+            let _ = client
+                .batch_execute(&format!("DROP SERVER IF EXISTS {} CASCADE", quote(SERVER)))
+                .await;
+            for &b in &bench.batch_sizes {
+                let mut m = blank(&fdw_name(b));
+                m.skipped = Some(e.message().to_owned());
+                on_result(&m);
+                results.push(m);
+            }
+            return Ok(results);
+        }
+    };
+    let mut option_added = false;
+    let mut measured = Ok(());
+    for &b in &bench.batch_sizes {
+        let mut m = blank(&fdw_name(b));
+        measured = batch_runs(&client, &remote, b, bench.runs, &mut option_added, &mut m).await;
+        if measured.is_err() {
+            break;
+        }
+        on_result(&m);
+        results.push(m);
+    }
+    // Always drop the foreign server: its user mapping holds a password.
+    let dropped = client
+        .batch_execute(&format!("DROP SERVER IF EXISTS {} CASCADE", quote(SERVER)))
+        .await;
+    drop(remote.client);
+    let cluster = remote.cluster;
+    let _ = tokio::task::spawn_blocking(move || drop(cluster)).await;
+    measured?;
+    dropped?;
+    Ok(results)
+}
+
+/// Sets `batch_size` on the foreign table and times `runs` INSERTs into
+/// it. A server that refuses the option or the INSERT (no route to the
+/// remote) makes the measurement skipped, with the server's reason.
+async fn batch_runs(
+    client: &Client,
+    remote: &Remote,
+    batch_size: u32,
+    runs: usize,
+    option_added: &mut bool,
+    m: &mut Measurement,
+) -> Result<()> {
+    let verb = if *option_added { "SET" } else { "ADD" };
+    let alter = format!(
+        "ALTER FOREIGN TABLE {} OPTIONS ({verb} batch_size {})",
+        quote(FOREIGN),
+        quote_literal(&batch_size.to_string())
+    );
+    if let Err(e) = client.batch_execute(&alter).await {
+        m.skipped = Some(format!(
+            "batch_size needs PostgreSQL 14+: {}",
+            Error::from(e)
+        ));
+        return Ok(());
+    }
+    *option_added = true;
+    for _ in 0..runs {
+        remote
+            .client
+            .batch_execute(&format!("TRUNCATE {}", quote(REMOTE)))
+            .await?;
+        match timed(client, &insert_sql(FOREIGN, m.rows)).await {
+            Ok(s) => m.seconds.push(s),
+            Err(e) => {
+                m.skipped = Some(format!("INSERT through postgres_fdw failed: {e}"));
+                return Ok(());
+            }
+        }
+        expect_rows(
+            count_rows(&remote.client, REMOTE).await?,
+            m.rows,
+            &m.contender,
+        )?;
+    }
+    Ok(())
+}
+
+/// The seed's statement: `INSERT INTO t SELECT g, md5(g::text) ...`.
+fn insert_sql(table: &str, rows: u64) -> String {
+    format!(
+        "INSERT INTO {} SELECT g, md5(g::text) FROM generate_series(1, {rows}) g",
+        quote(table)
+    )
+}
+
+/// Wall time of one statement.
+async fn timed(client: &Client, sql: &str) -> Result<f64> {
+    let start = std::time::Instant::now();
+    client.batch_execute(sql).await?;
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// The remote server and a connection to it.
+struct Remote {
+    cluster: Cluster,
+    client: Client,
+}
+
+/// Starts the remote, creates its table, and the extension, foreign
+/// server, user mapping and foreign table on the main server.
+async fn setup(client: &Client, bench: &FdwBench) -> Result<Remote> {
+    client
+        .batch_execute("CREATE EXTENSION IF NOT EXISTS postgres_fdw")
+        .await
+        .map_err(|e| Error::config(format!("postgres_fdw is not available: {e}")))?;
+    let fsync: String = client.query_one("SHOW fsync", &[]).await?.get(0);
+    let bin = bench.remote_bin.clone();
+    let cluster = tokio::task::spawn_blocking(move || {
+        let bin = match bin {
+            Some(bin) => bin,
+            None => PgBin::find()?,
+        };
+        let opts = ClusterOptions {
+            settings: vec![("fsync".into(), fsync)],
+            ..Default::default()
+        };
+        Cluster::temp(&bin, opts)
+    })
+    .await
+    .map_err(|e| Error::bug(format!("remote server task failed: {e}")))??;
+    let remote_target = cluster.target();
+    let remote = remote_target.connect().await?;
+    let table = quote(REMOTE);
+    remote
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (id int primary key, v text)"
+        ))
+        .await?;
+    let (server, foreign) = (quote(SERVER), quote(FOREIGN));
+    let lit = |s: &str| quote_literal(s);
+    client
+        .batch_execute(&format!(
+            "DROP SERVER IF EXISTS {server} CASCADE; \
+             CREATE SERVER {server} FOREIGN DATA WRAPPER postgres_fdw \
+               OPTIONS (host {}, port {}, dbname {}); \
+             CREATE USER MAPPING FOR CURRENT_USER SERVER {server} \
+               OPTIONS (user {}, password {}); \
+             CREATE FOREIGN TABLE {foreign} (id int, v text) SERVER {server} \
+               OPTIONS (table_name {})",
+            lit(remote_target.host()),
+            lit(&remote_target.port().to_string()),
+            lit(remote_target.dbname()),
+            lit(remote_target.user()),
+            lit(cluster.password()),
+            lit(REMOTE),
+        ))
+        .await?;
+    Ok(Remote {
+        cluster,
+        client: remote,
+    })
+}
+
+fn expect_rows(counted: u64, rows: u64, who: &str) -> Result<()> {
+    if counted != rows {
+        return Err(Error::bug(format!(
+            "{who}: {counted} rows arrived, expected {rows}"
+        )));
+    }
+    Ok(())
+}

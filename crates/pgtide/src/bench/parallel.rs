@@ -1,0 +1,200 @@
+//! `pgtide bench parallel`: seed 000's concurrent-COPY experiment ("PG 16
+//! extends relations by many pages at once").
+//!
+//! Many independent loads into one table shaped like the seed's `t_copy1(n
+//! int, c1 text, c2 text, c3 text)` (md5 values) at the same time,
+//! TRUNCATE between runs, wall time of the whole batch (lower is better):
+//! - 32 concurrent loads of a 10K-row file (seed: PG15 580 ms, PG16 549 ms);
+//! - 8 concurrent loads of a 1M-row file (seed: PG15 5.38 s, PG16 5.04 s).
+//!
+//! Contenders: `pgtide tasks` (one tokio task and connection per load, each
+//! one `COPY ... FROM STDIN` of the whole file, read into memory once
+//! before the clock starts) and `psql \copy` processes started in parallel,
+//! as the seed's GNU parallel did. Both connect inside the timed window.
+//!
+//! Then one large file (the 1M-row size ×8, generated rather than
+//! concatenated so ids stay unique) is loaded by `pgtide load` with 1, 2
+//! and 4 workers, next to one psql `\copy` and server-side `COPY FROM
+//! 'file'` of the same file (the floor: no client at all). Row counts
+//! scale with `--scale`; every run's `count(*)` is checked.
+//!
+//! The table is `parallel_t_copy1`, not `t_copy1`, so that this scenario
+//! and `bench load` cannot truncate each other's table on a shared server.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio_postgres::Client;
+
+use super::baseline::{find_psql, server_copy};
+use super::concurrent::{check_count, pgtide_clients, psql_clients};
+use super::datasets::{Dataset, LOAD_DATASETS};
+use super::load::{pgtide_name, PSQL_COPY as LOAD_PSQL, SERVER_COPY};
+use super::{count_rows, server_label, Measurement};
+use crate::conn::Target;
+use crate::copyopts::CopyFormat;
+use crate::error::{Error, Result};
+use crate::ident::QualifiedName;
+use crate::load::{self, LoadOptions};
+use crate::progress::Progress;
+
+/// The pgtide contender of the concurrent batches.
+pub const PGTIDE_TASKS: &str = "pgtide tasks";
+/// The psql contender (the seed's method, and the reference).
+pub const PSQL_COPY: &str = LOAD_PSQL;
+
+/// The seed's batches: (concurrent loads, rows per file at scale 1).
+pub const BATCHES: [(usize, u64); 2] = [(32, 10_000), (8, 1_000_000)];
+
+/// The large single file is this many times the largest batch's file.
+pub const LARGE_FACTOR: u64 = 8;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct ParallelBench {
+    /// Scale of the seed's row counts (1.0 = 10K and 1M rows per file).
+    pub scale: f64,
+    /// Runs per contender.
+    pub runs: usize,
+    /// Worker counts for `pgtide load` on the large file.
+    pub workers: Vec<usize>,
+    /// Where data files are written.
+    pub dir: PathBuf,
+}
+
+/// Runs the scenario; `on_result` sees each measurement as it completes.
+pub async fn run(
+    target: &Target,
+    bench: &ParallelBench,
+    mut on_result: impl FnMut(&Measurement),
+) -> Result<Vec<Measurement>> {
+    let client = target.connect().await?;
+    let server = server_label(&client).await?;
+    let ds = dataset()?;
+    let table = ds.name;
+    let psql = find_psql();
+    let sql = format!(
+        "COPY {} FROM STDIN",
+        QualifiedName::parse(ds.name)?.quoted()
+    );
+    ds.create(&client).await?;
+    let mut results = Vec::new();
+    for (loads, rows) in BATCHES {
+        let rows = scaled(rows, bench.scale);
+        let file = ds.generate(&client, &bench.dir, rows).await?;
+        let data = read(&file)?;
+        let label = format!("{loads} × {rows} rows");
+        let (psql, sql, data, file) = (&psql, &sql, &data, &file);
+        for who in [PSQL_COPY, PGTIDE_TASKS] {
+            let mut m = Measurement::new(&label, who, loads as u64 * rows, &server);
+            measure(&client, table, bench.runs, &mut m, move || async move {
+                let (_, seconds) = match (who, psql) {
+                    (PGTIDE_TASKS, _) => pgtide_clients(target, loads, sql, data, None).await?,
+                    (_, Some(p)) => psql_clients(target, p, loads, table, file, None).await?,
+                    (_, None) => return Err(Error::config("psql not found")),
+                };
+                Ok::<f64, Error>(seconds)
+            })
+            .await?;
+            on_result(&m);
+            results.push(m);
+        }
+    }
+    let rows = scaled(BATCHES[1].1, bench.scale) * LARGE_FACTOR;
+    let file = ds.generate(&client, &bench.dir, rows).await?;
+    let label = format!("1 × {rows} rows");
+    let mut contenders = vec![SERVER_COPY.to_owned(), PSQL_COPY.to_owned()];
+    contenders.extend(bench.workers.iter().map(|&w| pgtide_name(w)));
+    for (i, who) in contenders.iter().enumerate() {
+        let mut m = Measurement::new(&label, who, rows, &server);
+        let (client, psql, file) = (&client, &psql, &file);
+        measure(client, table, bench.runs, &mut m, move || async move {
+            match (i, psql) {
+                (0, _) => server_copy(client, table, file, "").await,
+                (1, Some(p)) => Ok(psql_clients(target, p, 1, table, file, None).await?.1),
+                (1, None) => Err(Error::config("psql not found")),
+                _ => pgtide_load(target, table, file, bench.workers[i - 2]).await,
+            }
+        })
+        .await?;
+        on_result(&m);
+        results.push(m);
+    }
+    Ok(results)
+}
+
+/// Times `runs` runs of `one`, each into an empty table, into `m`. A run
+/// that fails makes `m` skipped, with the reason; a run that leaves other
+/// than `m.rows` rows is an error.
+async fn measure<F, Fut>(
+    client: &Client,
+    table: &str,
+    runs: usize,
+    m: &mut Measurement,
+    mut one: F,
+) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<f64>>,
+{
+    for _ in 0..runs {
+        client.batch_execute(&format!("TRUNCATE {table}")).await?;
+        // Start each run from the same state: no dirty buffers of the
+        // previous run (ignored where not superuser).
+        let _ = client.batch_execute("CHECKPOINT").await;
+        match one().await {
+            Ok(seconds) => {
+                let counted = count_rows(client, table).await?;
+                check_count(&m.dataset, &m.contender, counted, m.rows)?;
+                m.seconds.push(seconds);
+            }
+            Err(e) => {
+                m.skipped = Some(e.message().to_owned());
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `pgtide load --workers <workers>` of `file` (text format).
+async fn pgtide_load(target: &Target, table: &str, file: &Path, workers: usize) -> Result<f64> {
+    let mut opts = LoadOptions::new(
+        vec![file.to_string_lossy().into_owned()],
+        QualifiedName::parse(table)?,
+        CopyFormat::Text,
+    );
+    opts.workers = workers;
+    let start = std::time::Instant::now();
+    let report = load::run(target, &opts, Arc::new(Progress::new(workers))).await?;
+    let seconds = start.elapsed().as_secs_f64();
+    match report.failure {
+        Some(e) => Err(e),
+        None => Ok(seconds),
+    }
+}
+
+/// Rows at `scale`, at least 1.
+fn scaled(rows: u64, scale: f64) -> u64 {
+    ((rows as f64 * scale).round() as u64).max(1)
+}
+
+fn read(file: &Path) -> Result<Bytes> {
+    std::fs::read(file)
+        .map(Bytes::from)
+        .map_err(|e| Error::read(&file.to_string_lossy(), e))
+}
+
+/// The seed's `t_copy1`, under this scenario's own table name.
+fn dataset() -> Result<Dataset> {
+    let t_copy1 = LOAD_DATASETS
+        .iter()
+        .find(|d| d.name == "t_copy1")
+        .ok_or_else(|| Error::bug("data set t_copy1 is missing"))?;
+    Ok(Dataset {
+        name: "parallel_t_copy1",
+        ..t_copy1.clone()
+    })
+}

@@ -1,0 +1,245 @@
+//! `bench` scenarios at tiny sizes against one throwaway cluster: every
+//! contender is present, row counts are right, medians are numbers unless
+//! the measurement says why it was skipped, and the table, JSON and SVG
+//! have one entry per measurement. Never a timing threshold.
+//!
+//! One test runs every scenario in turn, so that the test binary starts
+//! one server (and fdw-batch its remote) instead of one per scenario.
+
+use std::path::Path;
+
+use pgtide::bench::baseline::find_psql;
+use pgtide::bench::concurrent::{self, ConcurrentBench};
+use pgtide::bench::export::{self, ExportBench};
+use pgtide::bench::fdw::{self, FdwBench};
+use pgtide::bench::parallel::{self, ParallelBench};
+use pgtide::bench::{chart, table, Measurement, Unit};
+use pgtide::cluster::{Cluster, ClusterOptions, PgBin};
+use pgtide::conn::Target;
+
+/// Debian's PostgreSQL 15 ships postgres_fdw, so fdw-batch must run there.
+const DEBIAN_PG15: &str = "/usr/lib/postgresql/15/bin";
+
+#[tokio::test]
+async fn every_scenario_is_well_formed_at_tiny_sizes() {
+    let bin = PgBin::for_tests().expect("PostgreSQL binaries");
+    let cluster = {
+        let bin = bin.clone();
+        tokio::task::spawn_blocking(move || Cluster::temp(&bin, ClusterOptions::default()))
+            .await
+            .unwrap()
+            .expect("start a throwaway cluster")
+    };
+    let target = cluster.target();
+    let dir = server_readable_dir();
+
+    concurrent_scenario(&target, dir.path()).await;
+    parallel_scenario(&target, dir.path()).await;
+    export_scenario(&target).await;
+    fdw_scenario(&target, &bin).await;
+
+    tokio::task::spawn_blocking(move || drop(cluster))
+        .await
+        .unwrap();
+}
+
+async fn concurrent_scenario(target: &Target, dir: &Path) {
+    let spec = ConcurrentBench {
+        clients: vec![1, 2],
+        seconds: 1.0,
+        runs: 1,
+        dir: dir.to_owned(),
+    };
+    let mut seen = 0;
+    let results = concurrent::run(target, &spec, |_| seen += 1)
+        .await
+        .expect("concurrent runs");
+    assert_eq!(seen, results.len(), "on_result sees every measurement");
+    let contenders = [concurrent::PSQL_COPY, concurrent::PGTIDE];
+    assert_contenders(&results, &["1 client", "2 clients"], &contenders);
+    for m in &results {
+        assert_eq!(m.unit, Unit::RowsPerMin, "{m:?}");
+        if m.skipped.is_none() {
+            assert_eq!(m.rows % concurrent::FILE_ROWS, 0, "whole files only: {m:?}");
+            assert_eq!(m.rows_per_min.len(), 1, "{m:?}");
+            assert_eq!(m.seconds.len(), 1, "{m:?}");
+            assert!(m.seconds[0] >= 1.0, "a run lasts at least --seconds: {m:?}");
+        }
+    }
+    assert_well_formed(&results, &[concurrent::PSQL_COPY]);
+}
+
+async fn parallel_scenario(target: &Target, dir: &Path) {
+    let spec = ParallelBench {
+        scale: 0.0001,
+        runs: 1,
+        workers: vec![1, 2],
+        dir: dir.to_owned(),
+    };
+    let results = parallel::run(target, &spec, |_| {})
+        .await
+        .expect("parallel runs");
+    // 32 loads of 1 row, 8 loads of 100 rows, then one 800-row file.
+    let batches = ["32 × 1 rows", "8 × 100 rows"];
+    assert_contenders(
+        &results,
+        &batches,
+        &[parallel::PSQL_COPY, parallel::PGTIDE_TASKS],
+    );
+    let large = [
+        "server COPY FROM file",
+        parallel::PSQL_COPY,
+        "pgtide (1 worker)",
+        "pgtide (2 workers)",
+    ];
+    assert_contenders(&results, &["1 × 800 rows"], &large);
+    for m in &results {
+        let expected = match m.dataset.as_str() {
+            "32 × 1 rows" => 32,
+            "8 × 100 rows" => 800,
+            _ => 800,
+        };
+        assert_eq!(m.rows, expected, "{m:?}");
+    }
+    assert_eq!(results.len(), 2 * 2 + large.len());
+    assert_well_formed(&results, &[parallel::PSQL_COPY]);
+}
+
+async fn export_scenario(target: &Target) {
+    let spec = ExportBench {
+        scale: 0.0001,
+        runs: 1,
+    };
+    let results = export::run(target, &spec, |_| {})
+        .await
+        .expect("export runs");
+    let contenders = [
+        export::COUNT,
+        export::COPY_TEXT,
+        export::COPY_BINARY,
+        export::PSQL_TEXT,
+        export::PSQL_BINARY,
+    ];
+    assert_contenders(
+        &results,
+        &["x_int (1000 rows)", "x_mixed (200 rows)"],
+        &contenders,
+    );
+    for m in results.iter().filter(|m| !m.contender.starts_with("psql")) {
+        assert!(m.skipped.is_none(), "pgtide and count(*) always run: {m:?}");
+    }
+    assert_well_formed(&results, &[export::COUNT, export::COPY_TEXT]);
+}
+
+async fn fdw_scenario(target: &Target, bin: &PgBin) {
+    let spec = FdwBench {
+        scale: 0.0001,
+        runs: 1,
+        batch_sizes: vec![1, 100],
+        remote_bin: Some(bin.clone()),
+    };
+    let results = fdw::run(target, &spec, |_| {})
+        .await
+        .expect("fdw-batch runs");
+    let contenders = [fdw::LOCAL.to_owned(), fdw::fdw_name(1), fdw::fdw_name(100)];
+    let contenders: Vec<&str> = contenders.iter().map(String::as_str).collect();
+    assert_contenders(&results, &["INSERT SELECT 100 rows"], &contenders);
+    assert!(results[0].skipped.is_none(), "the local table always runs");
+    if bin.dir() == Path::new(DEBIAN_PG15) {
+        for m in &results {
+            assert!(
+                m.skipped.is_none(),
+                "postgres_fdw ships with Debian's PG 15: {m:?}"
+            );
+        }
+    }
+    assert!(results.iter().all(|m| m.rows == 100));
+    assert_well_formed(&results, &[fdw::LOCAL]);
+    // The user mapping holds the remote's password: it must be gone.
+    let client = target.connect().await.unwrap();
+    let left: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_foreign_server WHERE srvname = 'fdw'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0, "the foreign server is dropped at the end");
+}
+
+/// Exactly one measurement per data set and contender, in this order of
+/// contenders within each data set.
+fn assert_contenders(results: &[Measurement], datasets: &[&str], contenders: &[&str]) {
+    for ds in datasets {
+        let got: Vec<&str> = results
+            .iter()
+            .filter(|m| m.dataset == *ds)
+            .map(|m| m.contender.as_str())
+            .filter(|c| contenders.contains(c))
+            .collect();
+        assert_eq!(got, contenders, "contenders of {ds}: {results:#?}");
+    }
+}
+
+/// The checks every scenario's results pass: labelled, counted, a number
+/// or a reason, one table row, one JSON entry and one SVG bar each.
+fn assert_well_formed(results: &[Measurement], references: &[&str]) {
+    assert!(!results.is_empty());
+    let psql = find_psql().is_some();
+    for m in results {
+        assert!(m.server.starts_with("PG "), "server label: {m:?}");
+        assert!(m.rows > 0, "{m:?}");
+        match &m.skipped {
+            Some(why) => {
+                assert!(!why.is_empty(), "a skip says why: {m:?}");
+                assert!(
+                    !(psql && m.contender.starts_with("psql")),
+                    "psql is installed, so its contender must run: {m:?}"
+                );
+            }
+            None => {
+                assert!(!m.samples().is_empty(), "{m:?}");
+                assert!(m.median().is_finite() && m.median() > 0.0, "{m:?}");
+                assert!(m.min() <= m.median() && m.median() <= m.max(), "{m:?}");
+            }
+        }
+    }
+    for reference in references {
+        let t = table(results, reference);
+        assert_eq!(t.lines().count(), 2 + results.len(), "{t}");
+        assert!(!t.contains("NaN"), "{t}");
+        for m in results {
+            assert!(t.contains(&format!("| {} |", m.contender)), "{t}");
+        }
+    }
+    let json = serde_json::to_value(results).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), results.len());
+    assert!(json[0].get("server").is_some() && json[0].get("unit").is_some());
+    let svg = chart::svg(results, "test <chart>");
+    assert!(svg.starts_with("<svg"), "{svg}");
+    assert!(svg.trim_end().ends_with("</svg>"), "{svg}");
+    let bars = results.iter().filter(|m| m.skipped.is_none()).count();
+    assert_eq!(svg.matches("<rect class=\"bar\"").count(), bars, "{svg}");
+    assert_eq!(
+        svg.matches("<text").count(),
+        svg.matches("</text>").count(),
+        "{svg}"
+    );
+    assert_eq!(
+        svg.matches("<rect class=\"bar\"").count(),
+        svg.matches("</rect>").count()
+    );
+}
+
+/// A directory the server's OS user can read (server-side COPY in the
+/// parallel scenario's large-file group reads it).
+fn server_readable_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("pgtide-bench-test")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
