@@ -233,8 +233,9 @@ Methods (--method):
             server's CPU is the limit. Exact: anything the encoder is not
             sure of goes by text COPY in the same transaction.
   pipeline  one prepared INSERT per row, 256 in flight per connection;
-            runs --sql (ON CONFLICT upserts), fires INSERT rules. About
-            10x faster than insert over a network.
+            runs --sql (ON CONFLICT upserts), fires INSERT rules. Hides
+            insert's round trip per row: the farther the server, the more
+            it gains (2.4x on loopback, see docs/benchmarks.md).
   values    INSERT ... VALUES (..),(..) with --batch-rows rows per
             statement, parameters bound; for poolers that do not pipeline.
   insert    one INSERT per row, each awaited: a baseline, not a choice.
@@ -290,6 +291,28 @@ pub enum BenchScenario {
     /// pipeline, values, copy and binary against psql \copy and server
     /// COPY; then a mixed-type CSV by copy vs binary (1 and 2 workers).
     Methods(BenchMethodsArgs),
+    /// Issue 3's targets: a clean mixed-type load with and without
+    /// --rejects, and the same file with 1% bad rows of every kind.
+    Rejects(BenchRejectsArgs),
+}
+
+/// `pgtide bench rejects ...`
+#[derive(Debug, Args)]
+pub struct BenchRejectsArgs {
+    #[command(flatten)]
+    pub common: BenchCommonArgs,
+    /// Rows in the file.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub rows: u64,
+    /// One bad row every N rows (100 = 1%).
+    #[arg(long, default_value_t = 100)]
+    pub every: u64,
+    /// Worker counts.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2])]
+    pub workers: Vec<usize>,
+    /// Where generated files go (default: a temp dir).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 /// `pgtide bench methods ...`

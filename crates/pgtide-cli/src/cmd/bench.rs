@@ -167,6 +167,26 @@ pub async fn run(a: BenchArgs) -> pgtide::Result<u8> {
             let refs = [methods::PSQL_COPY, insert.as_str()];
             report(&results, title, &refs, &m.common)
         }
+        BenchScenario::Rejects(r) => {
+            let spec = pgtide::bench::rejects::RejectsBench {
+                rows: r.rows,
+                every: r.every,
+                runs: r.common.runs.max(1),
+                workers: r.workers,
+                dir: dir_or_default(r.dir)?,
+            };
+            eprintln!(
+                "pgtide bench rejects: {} rows, 1 bad row in {}, {} runs",
+                spec.rows, spec.every, spec.runs
+            );
+            let results = each_server(&r.common.db, |t| {
+                let spec = spec.clone();
+                async move { pgtide::bench::rejects::run(&t, &spec, progress).await }
+            })
+            .await?;
+            let title = "lose nothing: clean load vs --rejects vs 1% bad rows (issue 3)";
+            report(&results, title, &[pgtide::bench::rejects::CLEAN], &r.common)
+        }
     }
 }
 

@@ -44,7 +44,7 @@ pub const SERVER_COPY: &str = super::load::SERVER_COPY;
 
 const IPT_COLUMNS: &str = "id serial primary key, title varchar(100), content text, \
                            created_at timestamp default current_timestamp";
-const MIXED_COLUMNS: &str = "id int, amount numeric(12,2), d date, ts timestamp, \
+pub(crate) const MIXED_COLUMNS: &str = "id int, amount numeric(12,2), d date, ts timestamp, \
                              tstz timestamptz, note text, u uuid, doc jsonb";
 
 /// What to run.
@@ -212,7 +212,7 @@ async fn time_baseline(
 
 /// Writes `rows` CSV rows made by `row` to `dir/<name>.<rows>.csv`, or
 /// reuses the file when it is there.
-fn generate(
+pub(crate) fn generate(
     dir: &Path,
     name: &str,
     rows: u64,
@@ -272,7 +272,7 @@ fn ipt_row(i: u64, content_bytes: usize, out: &mut Vec<u8>) {
 }
 
 /// `id,amount,date,timestamp,timestamptz with offset,text,uuid,jsonb`.
-fn mixed_row(i: u64, out: &mut Vec<u8>) {
+pub(crate) fn mixed_row(i: u64, out: &mut Vec<u8>) {
     let r = mix(i);
     let (y, mo, d) = (1990 + r % 40, 1 + (r >> 8) % 12, 1 + (r >> 12) % 28);
     let (h, mi, s, us) = (

@@ -14,6 +14,7 @@ pub mod fdw;
 pub mod load;
 pub mod methods;
 pub mod parallel;
+pub mod rejects;
 
 use std::path::Path;
 use std::process::Command;

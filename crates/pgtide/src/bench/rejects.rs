@@ -1,0 +1,145 @@
+//! `pgtide bench rejects` (issue 3's targets): what losing nothing costs.
+//!
+//! On the mixed-type data set of `bench methods` (ints, numeric, dates,
+//! timestamps, text, uuid, jsonb) loaded into a table with a primary key,
+//! NOT NULL and CHECK constraints, three contenders in the same run:
+//! a clean load, the same clean load with `--rejects` (target: ratio
+//! <= 1.02) and a load where 1% of the rows are bad, spread through the
+//! file and of every kind (type errors, NOT NULL, CHECK, duplicate keys),
+//! with `--rejects` (target: <= 2x the clean load, on PG 15 and PG 17).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::methods::{generate, mixed_row};
+use super::Measurement;
+use crate::conn::Target;
+use crate::copyopts::CopyFormat;
+use crate::error::{Error, Result};
+use crate::ident::QualifiedName;
+use crate::load::{self, LoadOptions};
+use crate::progress::Progress;
+
+/// Table of this scenario.
+pub const TABLE: &str = "bench_rejects";
+/// The clean load, the reference.
+pub const CLEAN: &str = "clean";
+
+const COLUMNS: &str = "id int primary key, amount numeric(12,2) not null check (amount >= 0), \
+                       d date, ts timestamp, tstz timestamptz, note text, u uuid, doc jsonb";
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RejectsBench {
+    /// Rows in the file.
+    pub rows: u64,
+    /// One bad row every `every` rows (100 = 1%).
+    pub every: u64,
+    /// Runs per contender.
+    pub runs: usize,
+    /// Worker counts.
+    pub workers: Vec<usize>,
+    /// Where files go.
+    pub dir: PathBuf,
+}
+
+/// The kinds of bad rows, in turn.
+fn bad_row(i: u64, kind: u64, out: &mut Vec<u8>) {
+    let good = {
+        let mut g = Vec::new();
+        mixed_row(i, &mut g);
+        g
+    };
+    let text = String::from_utf8_lossy(&good).into_owned();
+    let mut fields: Vec<&str> = text.trim_end_matches('\n').splitn(8, ',').collect();
+    let dup = (i.saturating_sub(1)).to_string();
+    match kind % 7 {
+        0 => fields[0] = "x12",        // bad int
+        1 => fields[1] = "12.3.4",     // bad numeric
+        2 => fields[2] = "2024-02-30", // bad date
+        3 => fields[6] = "not-a-uuid", // bad uuid
+        4 => fields[1] = "",           // NOT NULL
+        5 => fields[1] = "-5.00",      // CHECK
+        _ => fields[0] = &dup,         // duplicate key
+    }
+    let _ = writeln!(out, "{}", fields.join(","));
+}
+
+/// Runs the scenario.
+pub async fn run(
+    target: &Target,
+    bench: &RejectsBench,
+    mut on_result: impl FnMut(&Measurement),
+) -> Result<Vec<Measurement>> {
+    let client = target.connect().await?;
+    let version: String = client.query_one("SHOW server_version", &[]).await?.get(0);
+    client
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS {TABLE}; CREATE TABLE {TABLE} ({COLUMNS})"
+        ))
+        .await?;
+    let clean = generate(&bench.dir, "rejects-clean", bench.rows, mixed_row)?;
+    let every = bench.every.max(2);
+    let dirty = generate(
+        &bench.dir,
+        &format!("rejects-dirty-{every}"),
+        bench.rows,
+        |i, out| {
+            if i % every == every / 2 {
+                bad_row(i, i / every, out)
+            } else {
+                mixed_row(i, out)
+            }
+        },
+    )?;
+    let mut results = Vec::new();
+    for &workers in &bench.workers {
+        for (name, file, rejects) in [
+            (CLEAN, &clean, false),
+            ("clean --rejects", &clean, true),
+            ("1% bad --rejects", &dirty, true),
+        ] {
+            let dataset = format!("{workers} worker{}", if workers == 1 { "" } else { "s" });
+            let mut m = Measurement::new(&dataset, name, bench.rows, &version);
+            for _ in 0..bench.runs {
+                client.batch_execute(&format!("TRUNCATE {TABLE}")).await?;
+                let _ = client.batch_execute("CHECKPOINT").await;
+                m.seconds
+                    .push(time_load(target, file, &bench.dir, workers, rejects).await?);
+            }
+            on_result(&m);
+            results.push(m);
+        }
+    }
+    Ok(results)
+}
+
+async fn time_load(
+    target: &Target,
+    file: &Path,
+    dir: &Path,
+    workers: usize,
+    rejects: bool,
+) -> Result<f64> {
+    let mut o = LoadOptions::new(
+        vec![file.to_string_lossy().into_owned()],
+        QualifiedName::parse(TABLE)?,
+        CopyFormat::Csv,
+    );
+    o.workers = workers;
+    o.rejects = rejects.then(|| dir.join("bench.rejects"));
+    let start = Instant::now();
+    let report = load::run(target, &o, Arc::new(Progress::new(workers))).await?;
+    let seconds = start.elapsed().as_secs_f64();
+    if let Some(e) = report.failure {
+        return Err(e);
+    }
+    if report.rows_read != report.rows_loaded + report.rows_rejected {
+        return Err(Error::bug(
+            "rows read != loaded + rejected in bench rejects",
+        ));
+    }
+    Ok(seconds)
+}
