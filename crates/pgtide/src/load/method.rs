@@ -15,7 +15,7 @@
 //! |---|---|---|
 //! | `copy` | the input bytes, `COPY ... FROM STDIN` | the default: plain loads |
 //! | `binary` | rows encoded client-side, `COPY ... (FORMAT binary)` ([`super::binary`]) | the server's CPU is the limit (text input functions cost more than the client's encoding) |
-//! | `pipeline` | one prepared `INSERT` per row, many in flight ([`super::insert`]) | `--sql` (upserts), triggers or rules that must see INSERTs |
+//! | `pipeline` | one prepared `INSERT` per row, many in flight ([`super::insert`]) | `--sql` (upserts), rules that must see INSERTs |
 //! | `values` | multi-row `INSERT ... VALUES (..),(..)` with bound parameters | INSERT semantics without pipelining (poolers, proxies) |
 //! | `insert` | one prepared `INSERT` per row, each awaited | the seeds' baseline |
 //!
