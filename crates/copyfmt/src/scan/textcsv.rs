@@ -1,0 +1,369 @@
+//! The text and CSV machine (`St`): the byte-at-a-time slow path that
+//! defines the semantics, and the 64-byte bit-mask fast path that must
+//! agree with it. See "Advice for hackers" in [`crate::scan`].
+
+use super::{Acc, Boundary, Ev, Scanner, Stop};
+
+/// The text/CSV machine: what the next byte means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum St {
+    /// At the start of a record: no partial record pending.
+    RecStart,
+    /// Inside a record, outside quotes, not after a backslash.
+    Field,
+    /// CSV: inside quotes (`in_quote`).
+    Quoted,
+    /// CSV: inside quotes, just after a distinct ESCAPE (`last_was_esc`).
+    QuotedEsc,
+    /// Text: the next byte is escaped by a backslash.
+    TextEsc,
+    /// Record start, end-marker look-ahead: seen `\`.
+    StartBs,
+    /// Record start, end-marker look-ahead: seen `\.`.
+    StartDot,
+    /// Record start, end-marker look-ahead: seen `\.\r`.
+    StartDotCr,
+    /// Text, mid-record: seen an escaping `\` then `.`.
+    MidDot,
+    /// Text, mid-record: seen `\.\r`.
+    MidDotCr,
+}
+
+impl St {
+    /// States the 64-byte fast path can start from.
+    fn is_simple(self, csv: bool) -> bool {
+        match self {
+            St::RecStart | St::Field => true,
+            St::Quoted => csv,
+            St::TextEsc => !csv,
+            _ => false,
+        }
+    }
+}
+
+/// Bytes per fast-path block: one bit of a `u64` mask per byte.
+pub(super) const BLOCK: usize = 64;
+
+/// Whether the block loop goes on after a block.
+#[derive(PartialEq, Eq)]
+enum Flow {
+    Go,
+    Stop,
+}
+
+/// The result of the fast path on one block.
+struct Fast {
+    ends: u64,
+    newlines: u64,
+    next: St,
+}
+
+impl Scanner {
+    /// Text/CSV: 64-byte blocks, fast path where possible.
+    pub(super) fn scan_rows(&mut self, input: &[u8], stop: Stop) -> (Acc, bool) {
+        let mut acc = Acc::default();
+        let mut tail = [0u8; BLOCK];
+        let mut base = 0;
+        while base < input.len() {
+            let rest = &input[base..];
+            let n = rest.len().min(BLOCK);
+            let block: &[u8; BLOCK] = match rest.first_chunk::<BLOCK>() {
+                Some(block) => block,
+                None => {
+                    // Zero padding is inert: QUOTE and ESCAPE are never NUL.
+                    tail[..n].copy_from_slice(rest);
+                    tail[n..].fill(0);
+                    &tail
+                }
+            };
+            let fast = match (self.st.is_simple(self.csv), self.csv) {
+                (false, _) => None,
+                (true, true) => self.fast_csv(block, n),
+                (true, false) => self.fast_text(block, n),
+            };
+            let flow = match fast {
+                Some(f) => self.apply_fast(f, base, stop, &mut acc),
+                None => self.slow_block(&block[..n], base, stop, &mut acc),
+            };
+            if flow == Flow::Stop {
+                return (acc, !self.done);
+            }
+            base += n;
+        }
+        (acc, false)
+    }
+
+    /// CSV fast path: `None` means "let the slow path do this block".
+    fn fast_csv(&self, block: &[u8; BLOCK], n: usize) -> Option<Fast> {
+        let valid = low_bits(n);
+        let newlines = eq_mask(block, b'\n') & valid;
+        let quotes = eq_mask(block, self.dialect.quote) & valid;
+        let quoted_in = if self.st == St::Quoted { !0 } else { 0 };
+        let inside = prefix_xor(quotes) ^ quoted_in;
+        // `inside` treats every quote as a toggle. A distinct ESCAPE only
+        // changes that inside quotes; if no ESCAPE byte is inside by this
+        // reckoning, none is in truth either (up to the first one inside,
+        // both reckonings agree), and the masks are exact.
+        if let Some(escape) = self.escape {
+            if eq_mask(block, escape) & inside & valid != 0 {
+                return None;
+            }
+        }
+        let ends = newlines & !inside;
+        if self.marker && self.marker_candidate(block, n, ends) {
+            return None;
+        }
+        let last = 1u64 << (n - 1);
+        let next = if ends & last != 0 {
+            St::RecStart
+        } else if inside & last != 0 {
+            St::Quoted
+        } else {
+            St::Field
+        };
+        Some(Fast {
+            ends,
+            newlines,
+            next,
+        })
+    }
+
+    /// True if a record in the block starts with `\` followed by `.` or by
+    /// the end of the block: it might be the end marker.
+    fn marker_candidate(&self, block: &[u8; BLOCK], n: usize, ends: u64) -> bool {
+        let at_start = u64::from(self.st == St::RecStart);
+        let starts = ((ends << 1) | at_start) & low_bits(n);
+        let mut cand = starts & eq_mask(block, b'\\');
+        while cand != 0 {
+            let p = cand.trailing_zeros() as usize;
+            if p + 1 >= n || block.get(p + 1) == Some(&b'.') {
+                return true;
+            }
+            cand &= cand - 1;
+        }
+        false
+    }
+
+    /// Text fast path: newlines not escaped by a backslash end records.
+    fn fast_text(&self, block: &[u8; BLOCK], n: usize) -> Option<Fast> {
+        let valid = low_bits(n);
+        let newlines = eq_mask(block, b'\n') & valid;
+        let backslashes = eq_mask(block, b'\\') & valid;
+        let carry = self.st == St::TextEsc;
+        let (escaped, escapers) = if backslashes == 0 && !carry {
+            (0, 0)
+        } else {
+            escapes(backslashes, carry)
+        };
+        // An escaped `.` may be (part of) the end marker: slow path.
+        if self.marker && escaped != 0 && escaped & eq_mask(block, b'.') & valid != 0 {
+            return None;
+        }
+        let ends = newlines & !escaped;
+        let last = 1u64 << (n - 1);
+        let starts = (ends << 1) | u64::from(self.st == St::RecStart);
+        let next = if ends & last != 0 {
+            St::RecStart
+        } else if escapers & starts & last != 0 && self.marker {
+            // A record starting with `\` at the very end: maybe `\.`.
+            St::StartBs
+        } else if escapers & last != 0 {
+            St::TextEsc
+        } else {
+            St::Field
+        };
+        Some(Fast {
+            ends,
+            newlines,
+            next,
+        })
+    }
+
+    fn apply_fast(&mut self, f: Fast, base: usize, stop: Stop, acc: &mut Acc) -> Flow {
+        if stop == Stop::First && f.ends != 0 {
+            let p = f.ends.trailing_zeros() as usize;
+            acc.records += 1;
+            acc.last = Some(Boundary {
+                offset: base + p + 1,
+                records: acc.records,
+                lines: acc.lines + count(f.newlines & low_bits(p + 1)),
+            });
+            self.st = St::RecStart;
+            return Flow::Stop;
+        }
+        self.st = f.next;
+        if f.ends != 0 {
+            let hi = (63 - f.ends.leading_zeros()) as usize;
+            acc.records += count(f.ends);
+            acc.last = Some(Boundary {
+                offset: base + hi + 1,
+                records: acc.records,
+                lines: acc.lines + count(f.newlines & low_bits(hi + 1)),
+            });
+        }
+        acc.lines += count(f.newlines);
+        Flow::Go
+    }
+
+    /// The slow path over one block: `Scanner::step` on every byte.
+    fn slow_block(&mut self, bytes: &[u8], base: usize, stop: Stop, acc: &mut Acc) -> Flow {
+        for (i, &b) in bytes.iter().enumerate() {
+            let ev = self.step(b);
+            acc.lines += u64::from(b == b'\n');
+            match ev {
+                Ev::Nothing => continue,
+                Ev::EodBefore => {
+                    self.done = true;
+                    return Flow::Stop;
+                }
+                Ev::End | Ev::EodAfter => {
+                    acc.records += 1;
+                    acc.last = Some(Boundary {
+                        offset: base + i + 1,
+                        records: acc.records,
+                        lines: acc.lines,
+                    });
+                    if ev == Ev::EodAfter {
+                        self.done = true;
+                        return Flow::Stop;
+                    }
+                    if stop == Stop::First {
+                        return Flow::Stop;
+                    }
+                }
+            }
+        }
+        Flow::Go
+    }
+
+    /// One byte of the text/CSV machine: the definition of the semantics.
+    fn step(&mut self, b: u8) -> Ev {
+        match self.st {
+            St::RecStart if self.marker && b == b'\\' => self.goto(St::StartBs),
+            St::RecStart | St::Field => self.unquoted(b),
+            St::Quoted => {
+                if Some(b) == self.escape {
+                    self.st = St::QuotedEsc;
+                } else if b == self.dialect.quote {
+                    self.st = St::Field;
+                }
+                Ev::Nothing
+            }
+            // Whatever follows a CSV escape inside quotes is plain data (a
+            // second escape cancels the first, a quote stays inside).
+            St::QuotedEsc => self.goto(St::Quoted),
+            St::TextEsc if self.marker && b == b'.' => self.goto(St::MidDot),
+            St::TextEsc => self.goto(St::Field),
+            St::StartBs if b == b'.' => self.goto(St::StartDot),
+            St::StartBs => self.replay(b"\\", b),
+            St::StartDot => match b {
+                b'\n' => Ev::EodBefore,
+                b'\r' => self.goto(St::StartDotCr),
+                _ => self.replay(b"\\.", b),
+            },
+            St::StartDotCr if b == b'\n' => Ev::EodBefore,
+            St::StartDotCr => self.replay(b"\\.\r", b),
+            St::MidDot if b == b'\n' => Ev::EodAfter,
+            St::MidDot if b == b'\r' => self.goto(St::MidDotCr),
+            St::MidDotCr if b == b'\n' => Ev::EodAfter,
+            St::MidDot | St::MidDotCr => {
+                self.st = St::Field;
+                self.step(b)
+            }
+        }
+    }
+
+    fn goto(&mut self, st: St) -> Ev {
+        self.st = st;
+        Ev::Nothing
+    }
+
+    /// A byte outside quotes and escapes.
+    fn unquoted(&mut self, b: u8) -> Ev {
+        if b == b'\n' {
+            self.st = St::RecStart;
+            return Ev::End;
+        }
+        let next = match (self.csv, b) {
+            (true, q) if q == self.dialect.quote => St::Quoted,
+            (false, b'\\') => St::TextEsc,
+            _ => St::Field,
+        };
+        self.goto(next)
+    }
+
+    /// An end-marker look-ahead failed: the peeked bytes were data after
+    /// all. Run them through the machine as ordinary bytes of the record,
+    /// then `b`. (They contain no newline, so they cannot end a record.)
+    fn replay(&mut self, peeked: &[u8], b: u8) -> Ev {
+        self.st = St::Field;
+        for &p in peeked {
+            self.step(p);
+        }
+        self.step(b)
+    }
+}
+
+/// Bit `i` set iff `block[i] == byte`.
+///
+/// Written so that LLVM vectorises it on baseline x86-64: the comparison
+/// becomes `pcmpeqb`, and each group of eight 0/1 bytes is gathered into
+/// eight bits by one multiplication (the multiplier has one bit per byte,
+/// placed so that byte `k` lands on bit `56 + k` with no carries).
+#[inline(always)]
+pub(super) fn eq_mask(block: &[u8; BLOCK], byte: u8) -> u64 {
+    let mut eq = [0u8; BLOCK];
+    for (e, &b) in eq.iter_mut().zip(block) {
+        *e = u8::from(b == byte);
+    }
+    let mut mask = 0u64;
+    for (k, group) in eq.chunks_exact(8).enumerate() {
+        let word = u64::from_le_bytes(group.try_into().unwrap_or([0; 8]));
+        mask |= (word.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * k);
+    }
+    mask
+}
+
+/// Text format: which bytes of a block a backslash escapes.
+///
+/// `backslashes` has a bit per `\\`; `carry` says that byte 0 is escaped by
+/// a backslash at the end of the previous block. Returns `(escaped,
+/// escapers)`: the bytes that are data whatever they are, and the
+/// backslashes that escape the byte after them. In a run of backslashes
+/// they alternate, starting with an escaper, so the parity of the run's
+/// start decides. The subtraction below propagates a borrow through each
+/// run (the trick simdjson uses for JSON strings), which computes all the
+/// runs' parities at once without a loop over backslashes.
+#[inline(always)]
+pub(super) fn escapes(backslashes: u64, carry: bool) -> (u64, u64) {
+    const ODD_BITS: u64 = 0xAAAA_AAAA_AAAA_AAAA;
+    let carry = u64::from(carry);
+    let potential = backslashes & !carry;
+    let code = (((potential << 1) | ODD_BITS).wrapping_sub(potential)) ^ ODD_BITS;
+    let escaped = code ^ (backslashes | carry);
+    (escaped, code & backslashes)
+}
+
+/// Bit `i` of the result is the XOR of bits `0..=i`: with one bit per
+/// quote, it says whether byte `i` is inside quotes.
+#[inline(always)]
+pub(super) fn prefix_xor(mut x: u64) -> u64 {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    x
+}
+
+/// The lowest `n` bits set, for `n` in `1..=64`.
+#[inline(always)]
+pub(super) fn low_bits(n: usize) -> u64 {
+    u64::MAX >> (BLOCK - n.clamp(1, BLOCK))
+}
+
+#[inline(always)]
+fn count(mask: u64) -> u64 {
+    u64::from(mask.count_ones())
+}
