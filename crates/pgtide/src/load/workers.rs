@@ -1,8 +1,8 @@
 //! The worker pool: one reader thread cutting chunks, N async workers each
 //! with its own connection running one COPY per chunk.
 //!
-//! The channel between them is bounded (depth = workers), so memory stays
-//! at about `workers x chunk size x 2` whatever the input size. On the
+//! The channel between them holds one chunk, so memory stays
+//! at about `(workers + 2) x chunk size` whatever the input size. On the
 //! first failed chunk the channel is closed: the reader stops, running
 //! chunks finish and commit, and nothing new starts (see the commit model
 //! in `load`).
@@ -111,7 +111,10 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
     if let Some(path) = &plan.rejects {
         shared.lock().expect("worker state").rejects = Some(RejectFile::create(path)?);
     }
-    let (tx, rx) = async_channel::bounded::<Chunk>(plan.workers);
+    // One chunk waiting is enough: the reader cuts chunks at gigabytes per
+    // second, far faster than any server takes them, and every chunk
+    // waiting costs its size in memory.
+    let (tx, rx) = async_channel::bounded::<Chunk>(1);
     let (header_tx, header_rx) = std::sync::mpsc::channel::<Bytes>();
     let plan = Arc::new(plan);
     let reader = {
