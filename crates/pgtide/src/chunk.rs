@@ -181,7 +181,10 @@ impl Chunker {
             // Size each chunk's allocation once: letting the buffer double
             // as it fills would leave every chunk in an allocation up to
             // twice its size (a 4 MiB chunk holding 8 MiB until it is sent).
-            let want = self.target.saturating_add(2 * READ_SIZE).max(start + READ_SIZE);
+            let want = self
+                .target
+                .saturating_add(2 * READ_SIZE)
+                .max(start + READ_SIZE);
             self.buf.reserve(want - start);
         }
         self.buf.resize(start + READ_SIZE, 0);

@@ -85,7 +85,9 @@ pub async fn server_copy(client: &Client, table: &str, file: &Path, options: &st
 fn psql_quote_file(file: &Path) -> Result<String> {
     let name = file.to_string_lossy();
     if name.contains(['\\', '\n', '\r']) {
-        return Err(Error::config(format!("cannot pass {name:?} to psql \\copy")));
+        return Err(Error::config(format!(
+            "cannot pass {name:?} to psql \\copy"
+        )));
     }
     Ok(format!("'{}'", name.replace('\'', "''")))
 }
