@@ -33,6 +33,8 @@ async fn every_scenario_is_well_formed_at_tiny_sizes() {
     let target = cluster.target();
     let dir = server_readable_dir();
 
+    load_scenario(&target, dir.path()).await;
+    rejects_scenario(&target, dir.path()).await;
     concurrent_scenario(&target, dir.path()).await;
     parallel_scenario(&target, dir.path()).await;
     export_scenario(&target).await;
@@ -41,6 +43,58 @@ async fn every_scenario_is_well_formed_at_tiny_sizes() {
     tokio::task::spawn_blocking(move || drop(cluster))
         .await
         .unwrap();
+}
+
+async fn load_scenario(target: &Target, dir: &Path) {
+    use pgtide::bench::load::{self, LoadBench};
+    let spec = LoadBench {
+        scale: 0.0002,
+        runs: 2,
+        datasets: Vec::new(),
+        workers: vec![1, 2],
+        dir: dir.to_owned(),
+    };
+    let results = load::run(target, &spec, |_| {})
+        .await
+        .expect("bench load runs");
+    let contenders = [
+        load::SERVER_COPY,
+        load::PSQL_COPY,
+        load::PSQL_HALVES,
+        "pgtide (1 worker)",
+        "pgtide (2 workers)",
+    ];
+    assert_contenders(&results, &["t_narrow", "t", "t_copy1"], &contenders);
+    let psql = find_psql().is_some();
+    for m in &results {
+        assert!(m.rows >= 200, "{m:?}");
+        if psql || !m.contender.contains("psql") {
+            assert_eq!(m.skipped, None, "{m:?}");
+            assert_eq!(m.seconds.len(), 2, "{m:?}");
+            assert!(m.median().is_finite(), "{m:?}");
+        }
+    }
+    assert!(table(&results, load::SERVER_COPY).contains("| t_copy1 | pgtide (2 workers) |"));
+}
+
+async fn rejects_scenario(target: &Target, dir: &Path) {
+    use pgtide::bench::rejects::{self, RejectsBench};
+    let spec = RejectsBench {
+        rows: 3000,
+        every: 50,
+        runs: 1,
+        workers: vec![1, 2],
+        dir: dir.to_owned(),
+    };
+    let results = rejects::run(target, &spec, |_| {})
+        .await
+        .expect("bench rejects runs");
+    let contenders = [rejects::CLEAN, "clean --rejects", "1% bad --rejects"];
+    assert_contenders(&results, &["1 worker", "2 workers"], &contenders);
+    for m in &results {
+        assert_eq!(m.skipped, None, "{m:?}");
+        assert!(m.median().is_finite(), "{m:?}");
+    }
 }
 
 async fn concurrent_scenario(target: &Target, dir: &Path) {

@@ -20,6 +20,10 @@ use crate::progress::Progress;
 pub const SERVER_COPY: &str = "server COPY FROM file";
 /// Name of the psql contender.
 pub const PSQL_COPY: &str = "psql \\copy";
+/// Two psql processes, each loading one half of the file (split
+/// beforehand, not timed): parallel loading with zero splitting cost, the
+/// ideal `--workers 2` is measured against.
+pub const PSQL_HALVES: &str = "2 psql \\copy on halves";
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -52,7 +56,8 @@ pub async fn run(
         let rows = ds.rows_at(bench.scale);
         ds.create(&client).await?;
         let file = ds.generate(&client, &bench.dir, rows).await?;
-        let mut contenders: Vec<String> = vec![SERVER_COPY.into(), PSQL_COPY.into()];
+        let mut contenders: Vec<String> =
+            vec![SERVER_COPY.into(), PSQL_COPY.into(), PSQL_HALVES.into()];
         contenders.extend(bench.workers.iter().map(|w| pgtide_name(*w)));
         for who in contenders {
             let mut m = Measurement {
@@ -113,6 +118,24 @@ async fn time_one(
             .await
             .map_err(|e| Error::bug(format!("psql task failed: {e}")))?;
     }
+    if who == PSQL_HALVES {
+        let psql = psql.ok_or_else(|| Error::config("psql not found"))?;
+        let halves = split_halves(file)?;
+        let start = Instant::now();
+        let runs: Vec<_> = halves
+            .into_iter()
+            .map(|half| {
+                let (target, psql) = (target.clone(), psql.to_owned());
+                let name = ds.name;
+                tokio::task::spawn_blocking(move || psql_copy(&target, &psql, name, &half, ""))
+            })
+            .collect();
+        for run in runs {
+            run.await
+                .map_err(|e| Error::bug(format!("psql task failed: {e}")))??;
+        }
+        return Ok(start.elapsed().as_secs_f64());
+    }
     let workers: usize = who
         .trim_start_matches("pgtide (")
         .split(' ')
@@ -132,6 +155,35 @@ async fn time_one(
         Some(e) => Err(e),
         None => Ok(seconds),
     }
+}
+
+/// `file.half1` and `file.half2`, cut at the newline nearest the middle
+/// (the seed data sets are text format without embedded newlines); reused
+/// when present.
+fn split_halves(file: &std::path::Path) -> Result<[std::path::PathBuf; 2]> {
+    let name = |n: u8| {
+        let mut p = file.as_os_str().to_owned();
+        p.push(format!(".half{n}"));
+        std::path::PathBuf::from(p)
+    };
+    let (a, b) = (name(1), name(2));
+    if a.exists() && b.exists() {
+        return Ok([a, b]);
+    }
+    let io = |e: std::io::Error| {
+        Error::new(
+            crate::ErrorKind::Output,
+            format!("cannot split {}: {e}", file.display()),
+        )
+    };
+    let data = std::fs::read(file).map_err(io)?;
+    let mid = memchr::memchr(b'\n', &data[data.len() / 2..])
+        .map_or(data.len(), |i| data.len() / 2 + i + 1);
+    std::fs::write(&a, &data[..mid]).map_err(io)?;
+    std::fs::write(&b, &data[mid..]).map_err(io)?;
+    super::datasets::make_world_readable(&a)?;
+    super::datasets::make_world_readable(&b)?;
+    Ok([a, b])
 }
 
 /// Every contender must load every row, or its time means nothing.

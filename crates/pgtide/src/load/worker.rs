@@ -204,7 +204,12 @@ fn failed_chunk(chunk: &Chunk, spec: &LoaderSpec, e: BatchError) -> Failed {
     let row = e
         .record
         .and_then(|i| RowFailure::locate(chunk, &spec.dialect, i, &spec.relname, &e.error));
-    let mut error = chunk_error(chunk, row.as_ref(), e.error);
+    let preview = e.record.and_then(|i| {
+        let span = copyfmt::scan::records(&spec.dialect, &chunk.data).nth(i as usize)?;
+        (spec.dialect.format != copyfmt::scan::Format::Binary)
+            .then(|| chunk.data.slice(span.start..span.end))
+    });
+    let mut error = chunk_error(chunk, row.as_ref(), preview.as_deref(), e.error);
     if e.commit_unknown {
         error = error.with_hint(format!(
             "the connection broke while committing lines {}-{} of {}: check whether they \

@@ -256,12 +256,17 @@ fn merge_ranges(done: &[Done]) -> Vec<LineRange> {
 pub(super) fn chunk_error(
     chunk: &Chunk,
     row: Option<&RowFailure>,
+    preview: Option<&[u8]>,
     e: tokio_postgres::Error,
 ) -> Error {
-    let err = Error::from(e);
-    if err.kind() != ErrorKind::Server {
-        return err;
+    let Some(db) = e.as_db_error() else {
+        return Error::from(e);
+    };
+    if crate::error::classify(&e) == crate::error::Class::Connection {
+        return Error::from(e);
     }
+    // The server's context counts lines from the chunk's start; the place
+    // given here is the line in the input file instead.
     let place = match row {
         Some(r) => match &r.column {
             Some(c) => format!("{}:{}: column {c}: ", r.input, r.line),
@@ -274,16 +279,35 @@ pub(super) fn chunk_error(
             last_line(chunk)
         ),
     };
-    let mut out = Error::new(ErrorKind::Server, format!("{place}{}", err.message()));
-    if let Some(code) = err.sqlstate() {
-        out = out.with_sqlstate(code);
+    let mut message = format!("{place}{}", db.message());
+    if let Some(detail) = db.detail() {
+        message.push_str(&format!(" ({detail})"));
     }
-    out.with_hint(match err.hint() {
-        Some(h) => format!("{h}; committed line ranges are listed in the summary"),
-        None => "fix the row and load the lines that were not committed (the \
-                 summary lists what was), or reload with --truncate"
-            .to_owned(),
-    })
+    if let Some(p) = preview {
+        message.push_str(&format!("; row: {}", show_row(p)));
+    }
+    let mut hint = String::from(
+        "use --rejects FILE to set bad rows aside and load all the others; \
+         the summary lists the lines already committed",
+    );
+    if let Some(h) = db.hint() {
+        hint = format!("{h}; {hint}");
+    }
+    Error::new(ErrorKind::Server, message)
+        .with_sqlstate(db.code().code())
+        .with_hint(hint)
+}
+
+/// A row for an error message: its first 100 characters, quoted, without
+/// the line end.
+fn show_row(raw: &[u8]) -> String {
+    let text = String::from_utf8_lossy(raw);
+    let text = text.trim_end_matches(['\n', '\r']);
+    let mut out: String = text.chars().take(100).collect();
+    if text.chars().count() > 100 {
+        out.push_str("...");
+    }
+    format!("{out:?}")
 }
 
 /// The reader thread: every input in order, cut into chunks.
