@@ -59,31 +59,38 @@ pub async fn run(
         let mut contenders: Vec<String> =
             vec![SERVER_COPY.into(), PSQL_COPY.into(), PSQL_HALVES.into()];
         contenders.extend(bench.workers.iter().map(|w| pgtide_name(*w)));
-        for who in contenders {
-            let mut m = Measurement {
+        let mut set: Vec<Measurement> = contenders
+            .iter()
+            .map(|who| Measurement {
                 dataset: ds.name.into(),
                 contender: who.clone(),
                 rows,
-                seconds: Vec::new(),
-                skipped: None,
                 ..Default::default()
-            };
-            for _ in 0..bench.runs {
+            })
+            .collect();
+        // Runs are interleaved (every contender once, then again), so that
+        // drift on a shared machine (checkpoints, autovacuum, neighbours)
+        // spreads over all contenders instead of favouring one.
+        for _ in 0..bench.runs {
+            for m in set.iter_mut().filter(|m| m.skipped.is_none()) {
                 client
                     .batch_execute(&format!("TRUNCATE {}", ds.name))
                     .await?;
                 // Start each run from the same state: no dirty buffers of
                 // the previous run (ignored where not superuser).
                 let _ = client.batch_execute("CHECKPOINT").await;
+                let who = m.contender.clone();
                 match time_one(target, &client, psql.as_deref(), ds, &file, &who).await {
                     Ok(s) => m.seconds.push(s),
                     Err(e) => {
                         m.skipped = Some(e.message().to_owned());
-                        break;
+                        continue;
                     }
                 }
                 verify_count(&client, ds, rows, &who).await?;
             }
+        }
+        for m in set {
             on_result(&m);
             results.push(m);
         }
