@@ -3,7 +3,6 @@
 //! server.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Instant;
 
 use super::baseline::{find_psql, psql_copy, server_copy};
@@ -13,8 +12,7 @@ use crate::conn::Target;
 use crate::copyopts::CopyFormat;
 use crate::error::{Error, Result};
 use crate::ident::QualifiedName;
-use crate::load::{self, LoadOptions};
-use crate::progress::Progress;
+use crate::load::LoadOptions;
 
 /// Name of the server-side COPY contender (the usual reference).
 pub const SERVER_COPY: &str = "server COPY FROM file";
@@ -155,13 +153,7 @@ async fn time_one(
         CopyFormat::Text,
     );
     opts.workers = workers;
-    let start = Instant::now();
-    let report = load::run(target, &opts, Arc::new(Progress::new(workers))).await?;
-    let seconds = start.elapsed().as_secs_f64();
-    match report.failure {
-        Some(e) => Err(e),
-        None => Ok(seconds),
-    }
+    Ok(super::time_load(target, &opts).await?.0)
 }
 
 /// `file.half1` and `file.half2`, cut at the newline nearest the middle

@@ -20,8 +20,6 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Instant;
 
 use super::baseline::{find_psql, psql_copy, server_copy};
 use super::datasets::make_world_readable;
@@ -30,8 +28,7 @@ use crate::conn::Target;
 use crate::copyopts::CopyFormat;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::QualifiedName;
-use crate::load::{self, LoadOptions, Method};
-use crate::progress::Progress;
+use crate::load::{LoadOptions, Method};
 
 /// Seed 001's table.
 pub const IPT: &str = "insert_performance_test";
@@ -179,13 +176,7 @@ async fn time_pgtide(target: &Target, set: &Set, method: Method, workers: usize)
         .map(|c| c.split(", ").map(str::to_owned).collect());
     opts.method = method;
     opts.workers = workers;
-    let start = Instant::now();
-    let report = load::run(target, &opts, Arc::new(Progress::new(workers))).await?;
-    let seconds = start.elapsed().as_secs_f64();
-    match report.failure {
-        Some(e) => Err(e),
-        None => Ok(seconds),
-    }
+    Ok(super::time_load(target, &opts).await?.0)
 }
 
 async fn time_baseline(

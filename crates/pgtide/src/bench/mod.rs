@@ -250,6 +250,22 @@ pub fn psql_file(path: &Path) -> String {
     format!("'{}'", path.to_string_lossy().replace('\'', "''"))
 }
 
+/// Times one `pgtide load` run in this process. A load that stopped is an
+/// error: its time would mean nothing.
+pub async fn time_load(
+    target: &crate::conn::Target,
+    opts: &crate::load::LoadOptions,
+) -> crate::Result<(f64, crate::load::Report)> {
+    let progress = std::sync::Arc::new(crate::progress::Progress::new(opts.workers));
+    let start = std::time::Instant::now();
+    let mut report = crate::load::run(target, opts, progress).await?;
+    let seconds = start.elapsed().as_secs_f64();
+    match report.failure.take() {
+        Some(e) => Err(e),
+        None => Ok((seconds, report)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

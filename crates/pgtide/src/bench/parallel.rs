@@ -23,7 +23,6 @@
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio_postgres::Client;
@@ -37,8 +36,7 @@ use crate::conn::Target;
 use crate::copyopts::CopyFormat;
 use crate::error::{Error, Result};
 use crate::ident::QualifiedName;
-use crate::load::{self, LoadOptions};
-use crate::progress::Progress;
+use crate::load::LoadOptions;
 
 /// The pgtide contender of the concurrent batches.
 pub const PGTIDE_TASKS: &str = "pgtide tasks";
@@ -167,13 +165,7 @@ async fn pgtide_load(target: &Target, table: &str, file: &Path, workers: usize) 
         CopyFormat::Text,
     );
     opts.workers = workers;
-    let start = std::time::Instant::now();
-    let report = load::run(target, &opts, Arc::new(Progress::new(workers))).await?;
-    let seconds = start.elapsed().as_secs_f64();
-    match report.failure {
-        Some(e) => Err(e),
-        None => Ok(seconds),
-    }
+    Ok(super::time_load(target, &opts).await?.0)
 }
 
 /// Rows at `scale`, at least 1.

@@ -10,17 +10,14 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Instant;
 
 use super::methods::{generate, mixed_row};
 use super::Measurement;
 use crate::conn::Target;
 use crate::copyopts::CopyFormat;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ident::QualifiedName;
-use crate::load::{self, LoadOptions};
-use crate::progress::Progress;
+use crate::load::LoadOptions;
 
 /// Table of this scenario.
 pub const TABLE: &str = "bench_rejects";
@@ -130,16 +127,6 @@ async fn time_load(
     );
     o.workers = workers;
     o.rejects = rejects.then(|| dir.join("bench.rejects"));
-    let start = Instant::now();
-    let report = load::run(target, &o, Arc::new(Progress::new(workers))).await?;
-    let seconds = start.elapsed().as_secs_f64();
-    if let Some(e) = report.failure {
-        return Err(e);
-    }
-    if report.rows_read != report.rows_loaded + report.rows_rejected {
-        return Err(Error::bug(
-            "rows read != loaded + rejected in bench rejects",
-        ));
-    }
-    Ok(seconds)
+    // load::run itself fails a load whose rows read != loaded + rejected.
+    Ok(super::time_load(target, &o).await?.0)
 }
