@@ -23,6 +23,12 @@ pub(crate) const EXIT_ERROR: u8 = 2;
 pub(crate) const EXIT_REJECT_LIMIT: u8 = 3;
 
 fn main() -> ExitCode {
+    // A panic is a bug in pgtide; even then the user gets one `error:` line
+    // and a hint, not a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("error: pgtide hit an internal bug: {info}");
+        eprintln!("hint: please report it with the command line that caused it");
+    }));
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
