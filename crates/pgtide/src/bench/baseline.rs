@@ -46,29 +46,31 @@ pub fn psql_copy(
     file: &Path,
     options: &str,
 ) -> Result<f64> {
-    let meta = format!("\\copy {table} FROM {} {options}", psql_quote_file(file)?);
+    let meta = format!("\\copy {table} FROM {} {options}", psql_file(file)?);
     let start = Instant::now();
+    psql_meta(target, psql, &meta)?;
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// Runs `psql -X -q -v ON_ERROR_STOP=1 -c <meta>` against `target`, the
+/// connection (password included) passed through libpq's environment,
+/// never the command line.
+pub fn psql_meta(target: &Target, psql: &Path, meta: &str) -> Result<()> {
     let out = Command::new(psql)
-        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", &meta])
+        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", meta])
         .envs(target.libpq_env())
         .output()
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::Config,
-                format!("cannot run {}: {e}", psql.display()),
-            )
-        })?;
-    let seconds = start.elapsed().as_secs_f64();
+        .map_err(|e| Error::config(format!("cannot run {}: {e}", psql.display())))?;
     if !out.status.success() {
         return Err(Error::new(
             ErrorKind::Server,
             format!(
-                "psql \\copy failed: {}",
+                "psql {meta} failed: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
             ),
         ));
     }
-    Ok(seconds)
+    Ok(())
 }
 
 /// Times server-side `COPY <table> FROM '<file>' <options>`. Needs
@@ -80,9 +82,11 @@ pub async fn server_copy(client: &Client, table: &str, file: &Path, options: &st
     Ok(start.elapsed().as_secs_f64())
 }
 
-/// psql's `\copy` takes a single-quoted file name without `E''` escapes;
-/// a name psql could misread is refused rather than mangled.
-fn psql_quote_file(file: &Path) -> Result<String> {
+/// A file name for a psql `\copy` meta-command: `'...'` with `''` for a
+/// quote. psql parses it itself, with no backslash escapes, and does not
+/// accept SQL's `E'...'` form (it would read a file named `E`); a name psql
+/// could misread is refused rather than mangled.
+pub fn psql_file(file: &Path) -> Result<String> {
     let name = file.to_string_lossy();
     if name.contains(['\\', '\n', '\r']) {
         return Err(Error::config(format!(

@@ -29,8 +29,9 @@ use bytes::Bytes;
 use tokio::task::JoinSet;
 
 use super::baseline::find_psql;
+use super::baseline::{psql_file, psql_meta};
 use super::datasets::{Dataset, LOAD_DATASETS};
-use super::{copy_bytes, count_rows, psql_file, psql_meta, server_label, Measurement, Unit};
+use super::{copy_bytes, count_rows, server_label, Measurement, Unit};
 use crate::conn::Target;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::{quote, QualifiedName};
@@ -192,7 +193,7 @@ pub(crate) async fn psql_clients(
     until: Option<Duration>,
 ) -> Result<(u64, f64)> {
     let (target, psql) = (target.clone(), psql.to_owned());
-    let meta = format!("\\copy {} FROM {}", quote(table), psql_file(file));
+    let meta = format!("\\copy {} FROM {}", quote(table), psql_file(file)?);
     tokio::task::spawn_blocking(move || {
         let start = Instant::now();
         let deadline = until.map(|d| start + d);

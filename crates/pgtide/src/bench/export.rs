@@ -26,7 +26,8 @@ use futures_util::StreamExt;
 use tokio_postgres::Client;
 
 use super::baseline::find_psql;
-use super::{psql_meta, server_label, Measurement};
+use super::baseline::psql_meta;
+use super::{server_label, Measurement};
 use crate::conn::Target;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::quote;

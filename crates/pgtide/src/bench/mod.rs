@@ -16,16 +16,12 @@ pub mod methods;
 pub mod parallel;
 pub mod rejects;
 
-use std::path::Path;
-use std::process::Command;
-
 use bytes::Bytes;
 use futures_util::SinkExt;
 use serde::Serialize;
 use tokio_postgres::Client;
 
-use crate::conn::Target;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::ident::QualifiedName;
 use crate::load::copy::MESSAGE_BYTES;
 
@@ -220,34 +216,6 @@ pub async fn copy_bytes(client: &Client, sql: &str, data: &Bytes) -> Result<u64>
         off = end;
     }
     Ok(sink.finish().await?)
-}
-
-/// Runs `psql -X -q -v ON_ERROR_STOP=1 -c <meta>` against `target`, the
-/// connection (password included) passed through libpq's environment,
-/// never the command line.
-pub fn psql_meta(target: &Target, psql: &Path, meta: &str) -> Result<()> {
-    let out = Command::new(psql)
-        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", meta])
-        .envs(target.libpq_env())
-        .output()
-        .map_err(|e| Error::config(format!("cannot run {}: {e}", psql.display())))?;
-    if !out.status.success() {
-        return Err(Error::new(
-            ErrorKind::Server,
-            format!(
-                "psql {meta} failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// A file name for a psql `\copy` meta-command: `'...'` with `''` for a
-/// quote. psql parses it itself, with no backslash escapes, and does not
-/// accept SQL's `E'...'` form (it would read a file named `E`).
-pub fn psql_file(path: &Path) -> String {
-    format!("'{}'", path.to_string_lossy().replace('\'', "''"))
 }
 
 /// Times one `pgtide load` run in this process. A load that stopped is an
