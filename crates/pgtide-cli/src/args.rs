@@ -162,7 +162,10 @@ pub struct LoadArgs {
     #[arg(long, short = 'w', default_value_t = 1)]
     pub workers: usize,
 
-    /// Empty the table (TRUNCATE) before loading.
+    /// Empty the table (TRUNCATE) before loading: only once the options,
+    /// every input, every connection and the first chunk (with its header)
+    /// have been checked, so a load that cannot start leaves the table as
+    /// it was.
     #[arg(long)]
     pub truncate: bool,
 
@@ -197,8 +200,16 @@ pub struct LoadArgs {
     /// same command) and their reasons to FILE.log (one JSON object per
     /// row: line, record, byte offset, column, SQLSTATE, message), instead
     /// of stopping at the first bad row.
+    ///
+    /// The reject file and its log are created readable by you only
+    /// (0600); they may not be an input (nor a link to one) nor a symbolic
+    /// link, and an existing one is kept unless --force.
     #[arg(long, value_name = "FILE")]
     pub rejects: Option<std::path::PathBuf>,
+
+    /// With --rejects: overwrite an existing reject file and its .log.
+    #[arg(long, requires = "rejects")]
+    pub force: bool,
 
     /// With --rejects: stop once more than N rows were rejected.
     #[arg(long, value_name = "N", requires = "rejects")]

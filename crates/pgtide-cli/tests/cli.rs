@@ -167,3 +167,236 @@ fn help_explains_the_commit_model_and_exit_codes() {
     assert!(help.contains("Commit model"), "{help}");
     assert!(help.contains("Exit codes"), "{help}");
 }
+
+/// A table `t (id int primary key, v text)` holding rows 1, 2 and 3.
+fn table_with_three_rows(c: &Cluster) {
+    psql(
+        c,
+        "DROP TABLE IF EXISTS t; CREATE TABLE t (id int primary key, v text); \
+         INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+    );
+}
+
+/// The load failed cleanly (exit 2, `error:` and `hint:`) and `t` still
+/// holds its three rows.
+fn assert_refused_and_untouched(c: &Cluster, out: &Output, case: &str) {
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{case}: {err}");
+    assert!(err.starts_with("error: "), "{case}: {err}");
+    assert!(err.contains("\nhint: "), "{case}: {err}");
+    assert_eq!(
+        psql(c, "SELECT string_agg(id::text, ',' ORDER BY id) FROM t"),
+        "1,2,3",
+        "{case}: the table was emptied: {err}"
+    );
+}
+
+#[test]
+fn truncate_happens_only_after_everything_was_checked() {
+    let bin = PgBin::for_tests().expect("PostgreSQL binaries");
+    let opts = ClusterOptions {
+        settings: vec![("max_connections".into(), "10".into())],
+        ..ClusterOptions::default()
+    };
+    let c = Cluster::temp(&bin, opts).expect("throwaway cluster");
+    let db = c.conninfo();
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.csv");
+    std::fs::write(&good, "id,v\n7,x\n8,y\n").unwrap();
+    let bad_header = dir.path().join("bad_header.csv");
+    std::fs::write(&bad_header, "id,wrong\n9,z\n").unwrap();
+    let missing = dir.path().join("missing.csv");
+    let (good, bad_header, missing) = (
+        good.to_str().unwrap(),
+        bad_header.to_str().unwrap(),
+        missing.to_str().unwrap(),
+    );
+    let dirname = dir.path().to_str().unwrap();
+    let base = ["load", "--table", "t", "--db", &db, "--truncate", "-q"];
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        ("missing input", vec![missing, "--header"]),
+        ("missing second input", vec![good, missing, "--header"]),
+        ("directory as input", vec![dirname, "--header"]),
+        (
+            "--batch-rows 0",
+            vec![good, "--header", "--method", "values", "--batch-rows", "0"],
+        ),
+        (
+            "--sql with --method copy",
+            vec![
+                good,
+                "--header",
+                "--method",
+                "copy",
+                "--sql",
+                "INSERT INTO t VALUES ($1::int, $2)",
+            ],
+        ),
+        (
+            "HEADER MATCH mismatch",
+            vec![bad_header, "--header", "match"],
+        ),
+        (
+            "HEADER MATCH mismatch in the second input",
+            vec![good, bad_header, "--header", "match"],
+        ),
+        (
+            "more workers than max_connections",
+            vec![good, "--header", "--workers", "20"],
+        ),
+    ];
+    for (case, extra) in cases {
+        table_with_three_rows(&c);
+        let args: Vec<&str> = base.iter().copied().chain(extra).collect();
+        let out = pgtide(&args, b"");
+        assert_refused_and_untouched(&c, &out, case);
+    }
+
+    // Once everything checks out, --truncate does replace the rows...
+    table_with_three_rows(&c);
+    let args: Vec<&str> = base.iter().copied().chain([good, "--header"]).collect();
+    let out = pgtide(&args, b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        psql(&c, "SELECT string_agg(id::text, ',' ORDER BY id) FROM t"),
+        "7,8"
+    );
+    // ...and an empty input empties the table, as loading nothing should.
+    let out = pgtide(
+        &["load", "-", "--table", "t", "--db", &db, "--truncate"],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(psql(&c, "SELECT count(*) FROM t"), "0");
+}
+
+/// Runs `pgtide load INPUT --rejects REJECTS --truncate` (plus `extra`)
+/// into `t`.
+fn load_with_rejects(db: &str, input: &str, rejects: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "load",
+        input,
+        "--table",
+        "t",
+        "--db",
+        db,
+        "--truncate",
+        "-q",
+        "--rejects",
+        rejects,
+    ];
+    args.extend_from_slice(extra);
+    pgtide(&args, b"")
+}
+
+#[test]
+fn a_reject_file_never_overwrites_an_input_or_follows_a_link() {
+    use std::os::unix::fs::symlink;
+    let c = cluster();
+    let db = c.conninfo();
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let data = "10,x\n11,y\n";
+    let input = p("in.csv");
+    std::fs::write(&input, data).unwrap();
+    std::fs::hard_link(&input, p("hard.csv")).unwrap();
+    symlink(&input, p("sym_to_input.csv")).unwrap();
+    std::fs::write(p("other.txt"), "keep me\n").unwrap();
+    symlink(p("other.txt"), p("sym_to_other.rejects")).unwrap();
+    std::fs::write(p("old.rejects"), "old rejects\n").unwrap();
+    let log_input = p("x.rejects.log");
+    std::fs::write(&log_input, data).unwrap();
+
+    let cases: [(&str, &str, &str, &[&str]); 8] = [
+        ("the input itself", &input, &input, &[]),
+        ("the input, with --force", &input, &input, &["--force"]),
+        (
+            "a hard link to the input",
+            &input,
+            &p("hard.csv"),
+            &["--force"],
+        ),
+        (
+            "a symlink to the input",
+            &input,
+            &p("sym_to_input.csv"),
+            &["--force"],
+        ),
+        (
+            "the input by another spelling",
+            &input,
+            &format!("{}/./in.csv", p("")),
+            &[],
+        ),
+        (
+            "its .log is the input",
+            &log_input,
+            &p("x.rejects"),
+            &["--force"],
+        ),
+        (
+            "a symlink at the reject path",
+            &input,
+            &p("sym_to_other.rejects"),
+            &["--force"],
+        ),
+        (
+            "an existing reject file without --force",
+            &input,
+            &p("old.rejects"),
+            &[],
+        ),
+    ];
+    for (case, input, rejects, extra) in cases {
+        table_with_three_rows(&c);
+        let out = load_with_rejects(&db, input, rejects, extra);
+        assert_refused_and_untouched(&c, &out, case);
+        assert_eq!(std::fs::read_to_string(input).unwrap(), data, "{case}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(p("other.txt")).unwrap(),
+        "keep me\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p("old.rejects")).unwrap(),
+        "old rejects\n"
+    );
+    let out = load_with_rejects(&db, &input, &p("old.rejects"), &[]);
+    let err = text(&out.stderr);
+    assert!(err.contains("--force"), "{err}");
+    let out = load_with_rejects(&db, &input, &input, &[]);
+    let err = text(&out.stderr);
+    assert!(err.contains("is an input"), "{err}");
+}
+
+#[test]
+fn force_overwrites_a_reject_file_and_reject_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let c = cluster();
+    let db = c.conninfo();
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let input = p("in.csv");
+    std::fs::write(&input, "10,x\nbad,y\n12,z\n").unwrap();
+    let mode = |path: &str| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+
+    table_with_three_rows(&c);
+    let fresh = p("fresh.rejects");
+    let out = load_with_rejects(&db, &input, &fresh, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&fresh).unwrap(), "bad,y\n");
+    assert_eq!(mode(&fresh), 0o600);
+    assert_eq!(mode(&format!("{fresh}.log")), 0o600);
+
+    let old = p("old.rejects");
+    std::fs::write(&old, "old rejects, much longer than the new ones\n").unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = load_with_rejects(&db, &input, &old, &["--force"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&old).unwrap(), "bad,y\n");
+    assert_eq!(mode(&old), 0o600);
+    assert_eq!(
+        psql(&c, "SELECT string_agg(id::text, ',' ORDER BY id) FROM t"),
+        "10,12"
+    );
+}

@@ -55,13 +55,8 @@ impl Source {
         let (mut raw, size): (Box<dyn Read + Send>, Option<u64>) = if name == "-" {
             (Box::new(io::stdin()), None)
         } else {
-            let file = File::open(name).map_err(|e| open_error(name, e))?;
-            let meta = file.metadata().map_err(|e| open_error(name, e))?;
-            if meta.is_dir() {
-                return Err(Error::input(format!("{name} is a directory"))
-                    .with_hint("give a file path, or - to read stdin"));
-            }
-            (Box::new(file), Some(meta.len()))
+            let (file, size) = open_file(name)?;
+            (Box::new(file), Some(size))
         };
         if let Some(progress) = progress {
             raw = Box::new(Counted {
@@ -86,6 +81,28 @@ impl Source {
             reader,
         })
     }
+}
+
+/// Checks that `name` can be opened as an input (`-`, or a readable file
+/// that is not a directory), without reading it: a load checks every
+/// input this way before it touches the table (`--truncate`).
+pub fn check(name: &str) -> Result<()> {
+    if name != "-" {
+        open_file(name)?;
+    }
+    Ok(())
+}
+
+/// Opens a plain file for reading; a directory is an error (reading one
+/// fails only later, and less clearly). Returns the file and its size.
+fn open_file(name: &str) -> Result<(File, u64)> {
+    let file = File::open(name).map_err(|e| open_error(name, e))?;
+    let meta = file.metadata().map_err(|e| open_error(name, e))?;
+    if meta.is_dir() {
+        return Err(Error::input(format!("{name} is a directory"))
+            .with_hint("give a file path, or - to read stdin"));
+    }
+    Ok((file, meta.len()))
 }
 
 /// Counts bytes as they are read.

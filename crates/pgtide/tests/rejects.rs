@@ -252,6 +252,7 @@ async fn max_rejects_stops_with_its_own_error_and_the_reject_file_is_reloadable(
     // (after fixing) with the same options.
     db.client.batch_execute("TRUNCATE m").await.unwrap();
     o.max_rejects = None;
+    o.overwrite_rejects = true; // the first run's reject file
     let report = load::run(&db.target, &o, Arc::new(Progress::new(1)))
         .await
         .unwrap();

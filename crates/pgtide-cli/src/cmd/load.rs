@@ -61,6 +61,7 @@ fn options(a: &LoadArgs) -> pgtide::Result<LoadOptions> {
     o.sql = a.sql.clone();
     o.batch_rows = a.batch_rows;
     o.rejects = a.rejects.clone();
+    o.overwrite_rejects = a.force;
     o.max_rejects = a.max_rejects;
     o.chunk_bytes = a.chunk_bytes.max(1024);
     o.message_bytes = a.message_bytes.max(1);

@@ -127,6 +127,8 @@ async fn time_load(
     );
     o.workers = workers;
     o.rejects = rejects.then(|| dir.join("bench.rejects"));
+    // Every run writes the same reject file.
+    o.overwrite_rejects = true;
     // load::run itself fails a load whose rows read != loaded + rejected.
     Ok(super::time_load(target, &o).await?.0)
 }

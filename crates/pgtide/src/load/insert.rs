@@ -168,7 +168,13 @@ pub(super) async fn check(client: &Client, method: Method, setup: &MethodSetup) 
     if method == Method::Values {
         let max = MAX_PARAMS / n;
         match setup.batch_rows {
-            Some(0) => return Err(Error::config("--batch-rows must be at least 1")),
+            Some(0) => {
+                return Err(
+                    Error::config("--batch-rows must be at least 1").with_hint(format!(
+                        "leave it out for {DEFAULT_VALUES_ROWS} rows per statement"
+                    )),
+                )
+            }
             Some(r) if r > max => {
                 return Err(Error::config(format!(
                     "--batch-rows {r} x {n} columns is over PostgreSQL's {MAX_PARAMS} parameters \

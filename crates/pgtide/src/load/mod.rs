@@ -61,7 +61,9 @@ pub struct LoadOptions {
     pub chunk_bytes: usize,
     /// CopyData message size in bytes.
     pub message_bytes: usize,
-    /// `TRUNCATE` the table before loading.
+    /// `TRUNCATE` the table before loading: only once every option, input,
+    /// connection and the first chunk (with its header) has been checked,
+    /// right before the first chunk is sent.
     pub truncate: bool,
     /// How rows are sent.
     pub method: Method,
@@ -74,6 +76,8 @@ pub struct LoadOptions {
     /// Write bad rows here (and their reasons to `<path>.log`) instead of
     /// stopping at the first one.
     pub rejects: Option<std::path::PathBuf>,
+    /// `--force`: overwrite an existing reject file (and its log).
+    pub overwrite_rejects: bool,
     /// Stop once more than this many rows were rejected.
     pub max_rejects: Option<u64>,
 }
@@ -94,6 +98,7 @@ impl LoadOptions {
             sql: None,
             batch_rows: None,
             rejects: None,
+            overwrite_rejects: false,
             max_rejects: None,
         }
     }
@@ -162,13 +167,13 @@ impl Report {
 /// Loads `opts.inputs` into `opts.table` on `target`.
 ///
 /// Errors that happen before any row is sent (connection, missing table,
-/// unreadable first input, bad options) are returned as `Err`. Once rows
-/// flow, the result is a [`Report`] whose `failure` says why it stopped.
+/// an input that cannot be opened, a bad header, a reject path that would
+/// destroy a file, bad options) are returned as `Err`, and the table is
+/// untouched: `--truncate` runs only after all of these were checked. Once
+/// rows flow, the result is a [`Report`] whose `failure` says why it
+/// stopped.
 pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -> Result<Report> {
-    opts.copy.validate()?;
-    if opts.workers == 0 {
-        return Err(Error::config("--workers must be at least 1"));
-    }
+    check_local(opts)?;
     let start = Instant::now();
     let control = target.connect().await?;
     let server_version: String = control.query_one("SHOW server_version", &[]).await?.get(0);
@@ -198,11 +203,6 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
                 &["ON_ERROR ignore", "LOG_VERBOSITY verbose"],
             )
         });
-    if opts.truncate {
-        control
-            .batch_execute(&format!("TRUNCATE {}", table.name.quoted()))
-            .await?;
-    }
     drop(control);
     let dialect = opts.copy.dialect(major);
     let mut method_setup =
@@ -223,6 +223,10 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         chunk_bytes: opts.chunk_bytes,
         message_bytes: opts.message_bytes,
         rejects: opts.rejects.clone(),
+        overwrite_rejects: opts.overwrite_rejects,
+        truncate_sql: opts
+            .truncate
+            .then(|| format!("TRUNCATE {}", table.name.quoted())),
         max_rejects: opts.max_rejects,
         method_setup,
         on_error_sql,
@@ -252,6 +256,22 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         )));
     }
     Ok(report)
+}
+
+/// What can be checked without a server: options, that every input can be
+/// opened, and that the reject file would destroy nothing.
+fn check_local(opts: &LoadOptions) -> Result<()> {
+    opts.copy.validate()?;
+    if opts.workers == 0 {
+        return Err(Error::config("--workers must be at least 1"));
+    }
+    for input in &opts.inputs {
+        crate::source::check(input)?;
+    }
+    if let Some(path) = &opts.rejects {
+        crate::reject::paths::check(path, &opts.inputs, opts.overwrite_rejects)?;
+    }
+    Ok(())
 }
 
 /// FORCE_NULL / FORCE_NOT_NULL must name loaded columns (COPY's rule),

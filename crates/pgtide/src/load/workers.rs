@@ -42,6 +42,10 @@ pub(super) struct Plan {
     pub message_bytes: usize,
     /// Reject file path (`--rejects`): bad rows are isolated, not fatal.
     pub rejects: Option<std::path::PathBuf>,
+    /// `--force`: the reject file may replace an existing one.
+    pub overwrite_rejects: bool,
+    /// `TRUNCATE` statement (`--truncate`), run once everything is checked.
+    pub truncate_sql: Option<String>,
     /// `--max-rejects`.
     pub max_rejects: Option<u64>,
     /// COPY with `ON_ERROR ignore` (PostgreSQL 17+ with `--rejects`).
@@ -95,46 +99,26 @@ struct ReadStats {
     notes: Vec<String>,
 }
 
+/// Runs the load. Nothing is written (table, reject file) until every
+/// worker is connected, the method accepted the options, and the reader
+/// has cut the first chunk and checked the headers; only then is the table
+/// truncated (`--truncate`) and the first chunk sent.
 pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outcome> {
     for input in &plan.inputs {
         if let Ok(meta) = std::fs::metadata(input) {
             Progress::add(&progress.total_bytes, meta.len());
         }
     }
-    // Connect every worker before reading anything: a bad target fails
-    // fast and leaves the table untouched.
+    // Connect every worker before reading anything: a bad target (or too
+    // many workers for the server) fails fast and leaves the table untouched.
     let mut clients = Vec::with_capacity(plan.workers);
     for _ in 0..plan.workers {
         clients.push(plan.target.connect_with_notices().await?);
     }
-    let shared = Arc::new(Mutex::new(Shared::default()));
-    if let Some(path) = &plan.rejects {
-        shared.lock().expect("worker state").rejects = Some(RejectFile::create(path)?);
-    }
-    // One chunk waiting is enough: the reader cuts chunks at gigabytes per
-    // second, far faster than any server takes them, and every chunk
-    // waiting costs its size in memory.
-    let (tx, rx) = async_channel::bounded::<Chunk>(1);
-    let (header_tx, header_rx) = std::sync::mpsc::channel::<Bytes>();
-    let plan = Arc::new(plan);
-    let reader = {
-        let plan = plan.clone();
-        let (progress, shared) = (progress.clone(), shared.clone());
-        std::thread::spawn(move || read_all(&plan, &tx, &header_tx, &progress, &shared))
-    };
-    // Binary input: every chunk's COPY needs the file header in front.
-    let prefix = if plan.format == CopyFormat::Binary {
-        header_rx.recv().ok()
-    } else {
-        None
-    };
     let mut spec = LoaderSpec {
         method: plan.method,
         copy_sql: plan.sql.clone(),
-        framing: Framing {
-            binary_trailer: prefix.is_some(),
-            prefix,
-        },
+        framing: Framing::default(),
         message_bytes: plan.message_bytes,
         dialect: plan.dialect.clone(),
         relname: plan.relname.clone(),
@@ -146,6 +130,27 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         Some((client, _)) => spec.prepare(client).await?,
         None => Vec::new(),
     };
+    // One chunk waiting is enough: the reader cuts chunks at gigabytes per
+    // second, far faster than any server takes them, and every chunk
+    // waiting costs its size in memory.
+    let (tx, rx) = async_channel::bounded::<Chunk>(1);
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<Option<Bytes>>();
+    let plan = Arc::new(plan);
+    let reader = {
+        let plan = plan.clone();
+        let progress = progress.clone();
+        std::thread::spawn(move || read_all(&plan, &tx, ready_tx, &progress))
+    };
+    let shared = Arc::new(Mutex::new(Shared::default()));
+    let Ok(header) = ready_rx.await else {
+        // The reader stopped before the first chunk: its error says why.
+        return Err(reader_error(reader_join(reader)));
+    };
+    if let Err(e) = start_writing(&plan, &mut spec, &shared, header, &clients).await {
+        rx.close(); // the reader stops at its next chunk
+        let _ = reader_join(reader);
+        return Err(e);
+    }
     let spec = Arc::new(spec);
     let ctx = Arc::new(Ctx {
         target: plan.target.clone(),
@@ -166,12 +171,62 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
             return Err(Error::bug(format!("a load worker panicked: {e}")));
         }
     }
-    let read = reader
-        .join()
-        .map_err(|_| Error::bug("the input reader thread panicked"))?;
+    let read = reader_join(reader)?;
     let mut outcome = summarize(shared, read);
     outcome.notes.splice(0..0, method_notes);
     Ok(outcome)
+}
+
+/// Everything is checked and the first chunk is cut (its input's header,
+/// if any, is `header`): frames binary COPY, creates the reject file, and
+/// truncates the table (`--truncate`), in that order, so that a reject
+/// file that cannot be created leaves the table as it was.
+async fn start_writing(
+    plan: &Plan,
+    spec: &mut LoaderSpec,
+    shared: &Mutex<Shared>,
+    header: Option<Bytes>,
+    clients: &[(tokio_postgres::Client, crate::conn::Notices)],
+) -> Result<()> {
+    let binary = plan.format == CopyFormat::Binary;
+    if binary {
+        // Every chunk's COPY needs the file header in front.
+        spec.framing = Framing {
+            binary_trailer: header.is_some(),
+            prefix: header.clone(),
+        };
+    }
+    if let Some(path) = &plan.rejects {
+        let mut file = RejectFile::create(path, plan.overwrite_rejects)?;
+        file.set_framing(header, binary);
+        shared.lock().expect("worker state").rejects = Some(file);
+    }
+    if let (Some(sql), Some((client, _))) = (&plan.truncate_sql, clients.first()) {
+        if let Err(e) = client.batch_execute(sql).await {
+            // Nothing was loaded: an empty reject file left behind would
+            // only make the next run ask for --force.
+            if let Some(file) = shared.lock().expect("worker state").rejects.take() {
+                file.discard();
+            }
+            return Err(e.into());
+        }
+    }
+    Ok(())
+}
+
+/// Waits for the reader thread.
+fn reader_join(reader: std::thread::JoinHandle<Result<ReadStats>>) -> Result<Result<ReadStats>> {
+    reader
+        .join()
+        .map_err(|_| Error::bug("the input reader thread panicked"))
+}
+
+/// Why a reader that stopped before its first chunk stopped.
+fn reader_error(read: Result<Result<ReadStats>>) -> Error {
+    match read {
+        Ok(Ok(_)) => Error::bug("the input reader ended without saying so"),
+        Ok(Err(e)) | Err(e) => e,
+    }
 }
 
 fn summarize(shared: Arc<Mutex<Shared>>, read: Result<ReadStats>) -> Outcome {
@@ -310,23 +365,24 @@ fn show_row(raw: &[u8]) -> String {
     format!("{out:?}")
 }
 
-/// The reader thread: every input in order, cut into chunks.
+/// The reader thread: every input in order, cut into chunks. `ready` gets
+/// the header of the first chunk's input once that chunk is cut and every
+/// header is checked (or `None` when there is no chunk at all): nothing is
+/// written before then.
 fn read_all(
     plan: &Plan,
     tx: &async_channel::Sender<Chunk>,
-    header_tx: &std::sync::mpsc::Sender<Bytes>,
+    ready: tokio::sync::oneshot::Sender<Option<Bytes>>,
     progress: &Arc<Progress>,
-    shared: &Mutex<Shared>,
 ) -> Result<ReadStats> {
     let mut stats = ReadStats {
         rows: 0,
         notes: Vec::new(),
     };
+    let mut ready = Some(ready);
     let mut seq = 0;
-    let mode = match plan.header {
-        Header::None => HeaderMode::None,
-        _ => HeaderMode::Consume,
-    };
+    let mode = header_mode(plan.header);
+    check_later_headers(plan)?;
     for input in &plan.inputs {
         let source = Source::open_counted(input, Some(progress.clone()))?;
         let mut chunker = Chunker::new(
@@ -342,19 +398,11 @@ fn read_all(
             if first {
                 first = false;
                 check_header(plan, input, chunker.header())?;
-                if seq == 0 {
-                    let mut s = shared.lock().expect("worker state");
-                    if let Some(file) = s.rejects.as_mut() {
-                        file.set_framing(
-                            chunker.header().cloned(),
-                            plan.format == CopyFormat::Binary,
-                        );
-                    }
-                }
-                if let (CopyFormat::Binary, Some(h)) = (plan.format, chunker.header()) {
-                    // Only the first file's header is sent; the signature
-                    // is fixed, and differing flags are rejected below.
-                    let _ = header_tx.send(h.clone());
+                if let Some(ready) = ready.take() {
+                    // Only the first file's header is sent with binary
+                    // COPY; the signature is fixed. A closed receiver
+                    // means the pool gave up: the send below notices.
+                    let _ = ready.send(chunker.header().cloned());
                 }
             }
             stats.rows += chunk.records;
@@ -374,7 +422,43 @@ fn read_all(
         }
         seq = chunker.next_seq();
     }
+    if let Some(ready) = ready {
+        let _ = ready.send(None);
+    }
     Ok(stats)
+}
+
+fn header_mode(header: Header) -> HeaderMode {
+    match header {
+        Header::None => HeaderMode::None,
+        _ => HeaderMode::Consume,
+    }
+}
+
+/// HEADER MATCH: checks the header of every input but the first before
+/// anything is loaded, so that a wrong file later in the list cannot stop
+/// a load that already truncated the table. The first input's header is
+/// checked with its first chunk; stdin cannot be read twice and is checked
+/// when its turn comes.
+fn check_later_headers(plan: &Plan) -> Result<()> {
+    if plan.header != Header::Match {
+        return Ok(());
+    }
+    for input in plan.inputs.iter().skip(1).filter(|i| *i != "-") {
+        let source = Source::open(input)?;
+        // A 1-byte target: the chunker stops after the first record.
+        let mut chunker = Chunker::new(
+            input,
+            source.reader,
+            plan.dialect.clone(),
+            HeaderMode::Consume,
+            1,
+            0,
+        );
+        chunker.next_chunk()?;
+        check_header(plan, input, chunker.header())?;
+    }
+    Ok(())
 }
 
 /// HEADER MATCH: the header must name the loaded columns, in order, as

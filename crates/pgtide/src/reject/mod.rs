@@ -16,6 +16,7 @@
 //! workers x chunk size), however many rows are rejected in total.
 
 pub mod isolate;
+pub mod paths;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -52,11 +53,13 @@ pub struct RejectFile {
 }
 
 impl RejectFile {
-    /// Creates `path` and `path.log` (truncating them).
-    pub fn create(path: &Path) -> Result<RejectFile> {
+    /// Creates `path` and `path.log`, mode 0600, never through a symbolic
+    /// link; existing files are truncated only with `overwrite` (`--force`).
+    /// The paths must have passed [`paths::check`].
+    pub fn create(path: &Path, overwrite: bool) -> Result<RejectFile> {
         let log_path = log_path(path);
         let open = |p: &Path| {
-            File::create(p)
+            paths::create(p, overwrite)
                 .map(|f| BufWriter::with_capacity(256 * 1024, f))
                 .map_err(|e| {
                     Error::new(
@@ -76,6 +79,13 @@ impl RejectFile {
             next_seq: 0,
             waiting: BTreeMap::new(),
         })
+    }
+
+    /// Removes the reject file and its log, for a load that stopped before
+    /// it could write anything into them.
+    pub fn discard(self) {
+        let _ = std::fs::remove_file(&self.path);
+        let _ = std::fs::remove_file(log_path(&self.path));
     }
 
     /// The reject file's path.
