@@ -7,69 +7,17 @@
 //! scanner fed in two pieces at every split point and one byte at a time
 //! (with both `Stop::First` and `Stop::Last`).
 
-use pgtide_copyfmt::scan::{records, Dialect, Format, RecordSpan, Scanner, Stop};
+use pgtide_copyfmt::scan::{records, Dialect, RecordSpan, Scanner, Stop};
 use proptest::prelude::*;
 
 mod common;
 
 use common::*;
 
-/// A deliberately simple transcription of PostgreSQL's `CopyReadLineText`
-/// (text and CSV), for a stream that may continue: returns the record ends
-/// and whether the end marker was seen.
+/// The reference's record ends and end-of-data flag.
 fn reference(d: &Dialect, input: &[u8]) -> (Vec<usize>, bool) {
-    let csv = d.format == Format::Csv;
-    let quotec = d.quote;
-    let escapec = (csv && d.escape != d.quote).then_some(d.escape);
-    let mut ends = Vec::new();
-    let mut i = 0;
-    'records: while i < input.len() {
-        let mut in_quote = false;
-        let mut last_was_esc = false;
-        let mut first_char_in_line = true;
-        loop {
-            let Some(&c) = input.get(i) else {
-                return (ends, false);
-            };
-            i += 1;
-            if csv {
-                if in_quote && Some(c) == escapec {
-                    last_was_esc = !last_was_esc;
-                }
-                if c == quotec && !last_was_esc {
-                    in_quote = !in_quote;
-                }
-                if Some(c) != escapec {
-                    last_was_esc = false;
-                }
-            }
-            if c == b'\n' && (!csv || !in_quote) {
-                ends.push(i);
-                continue 'records;
-            }
-            if c == b'\\' && (!csv || first_char_in_line) {
-                if d.end_marker {
-                    // Look for ".\n" or ".\r\n" after the backslash.
-                    let rest = &input[i..];
-                    let marker = [&b".\n"[..], &b".\r\n"[..]];
-                    if let Some(m) = marker.iter().find(|m| rest.starts_with(m)) {
-                        if !first_char_in_line {
-                            ends.push(i + m.len()); // text, mid-record
-                        }
-                        return (ends, true);
-                    }
-                    if marker.iter().any(|m| m.starts_with(rest)) {
-                        return (ends, false); // cannot tell yet
-                    }
-                }
-                if !csv {
-                    i += 1; // the escaped byte, whatever it is
-                }
-            }
-            first_char_in_line = false;
-        }
-    }
-    (ends, false)
+    let r = reference_full(d, input);
+    (r.ends, r.eod)
 }
 
 fn csv_with(quote: u8, escape: u8) -> Dialect {
@@ -207,7 +155,7 @@ fn csv_cases() {
         eod("end marker after empty line", csv(), b"\n\\.\n", &[1]),
         case("quoted end marker", csv(), b"\"\\.\"\n", &[5]),
         case("end marker then text", csv(), b"\\.x\n", &[4]),
-        case("end marker then cr", csv(), b"\\.\rx\n", &[5]),
+        eod("end marker then cr", csv(), b"\\.\rx\n", &[]),
         case("end marker in quoted field", csv(), b"\"a\n\\.\n\"\n", &[8]),
         case(
             "mid-record marker is data in csv",
@@ -263,11 +211,11 @@ fn text_cases() {
             "mid-record end marker crlf",
             text(),
             b"x\ta\\.\r\nb\n",
-            &[7],
+            &[6],
         ),
         case("escaped backslash then dot", text(), b"a\n\\\\.\n", &[2, 6]),
         case("end marker then text", text(), b"\\.x\n", &[4]),
-        case("end marker then cr", text(), b"\\.\rx\n", &[5]),
+        eod("end marker then cr", text(), b"\\.\rx\n", &[]),
         case("unterminated end marker", text(), b"a\n\\.", &[2]),
         case(
             "end marker off",
@@ -443,7 +391,7 @@ proptest! {
         let mut start = 0;
         for (span, &end) in spans.iter().zip(&ends) {
             prop_assert_eq!((span.start, span.end), (start, end));
-            prop_assert_eq!(span.line, newlines(&input[..start]));
+            prop_assert_eq!(span.line, line_breaks(&d, &input, 0, start, Stop::Last));
             start = end;
         }
         let last = ends.last().copied().unwrap_or(0);
@@ -480,4 +428,95 @@ proptest! {
         prop_assert_eq!(got.eod, trailer);
         prop_assert_eq!(&feed_last(&Dialect::binary(), &file, &cuts, &ends), &got);
     }
+}
+
+/// Issue 8 A1: `\n`, `\r\n` and a lone `\r` end records; the first record
+/// settles the style, and a record with a line break that does not fit it
+/// is marked, as the server would reject it.
+#[test]
+fn line_endings_follow_the_first_record() {
+    use pgtide_copyfmt::scan::{records_with, Eol, EolError};
+    let cr = EolError::CarriageReturn;
+    let nl = EolError::Newline;
+    let cases: [(Dialect, &[u8], &[(usize, Option<EolError>)]); 8] = [
+        (
+            Dialect::csv(),
+            b"id,v\r1,a\r2,b\r3,c\r",
+            &[(5, None), (9, None), (13, None), (17, None)],
+        ),
+        (Dialect::text(), b"1\ta\r2\tb", &[(4, None), (7, None)]),
+        (
+            Dialect::csv(),
+            b"1,\"a\r\nb\"\r\n2,x\r\n",
+            &[(10, None), (15, None)],
+        ),
+        (
+            Dialect::csv(),
+            b"1,a\n2,b\r\n3,c\n",
+            &[(4, None), (9, Some(cr)), (13, None)],
+        ),
+        (
+            Dialect::csv(),
+            b"1,a\r\n2,b\n3,c\r\n",
+            &[(5, None), (9, Some(nl)), (14, None)],
+        ),
+        (
+            Dialect::csv(),
+            b"1,a\r\n2,\rb\r\n",
+            &[(5, None), (11, Some(cr))],
+        ),
+        (
+            Dialect::text(),
+            b"1\ta\r2\nb\r3\r",
+            &[(4, None), (8, Some(nl)), (10, None)],
+        ),
+        (
+            Dialect::csv(),
+            b"1,\"a\rb\"\n2\r\n",
+            &[(8, None), (11, Some(cr))],
+        ),
+    ];
+    for (d, input, want) in cases {
+        check_every_split(&d, input);
+        let got: Vec<_> = records(&d, input).map(|r| (r.end, r.eol_error)).collect();
+        assert_eq!(got, want, "{:?}", String::from_utf8_lossy(input));
+    }
+    // A chunk of a `\n` file that starts with a bad record is read in the
+    // file's style, not settled anew by that record.
+    let got: Vec<_> = records_with(&Dialect::csv(), Eol::Nl, b"a\rb\nc\n")
+        .map(|r| (r.end, r.eol_error))
+        .collect();
+    assert_eq!(got, [(4, Some(cr)), (6, None)]);
+    // A `\r\n` file whose last line ends in a lone `\r`.
+    let got: Vec<_> = records(&Dialect::csv(), b"a\r\nb\r")
+        .map(|r| (r.end, r.eol_error))
+        .collect();
+    assert_eq!(got, [(3, None), (5, Some(cr))]);
+}
+
+/// Issue 8 A2: the server's `line N` counts quoted `\r` while the style is
+/// unknown (always so inside a COPY's first record) or `\r`-based, quoted
+/// `\n` once it is `\n`.
+#[test]
+fn server_line_numbers_follow_the_servers_count() {
+    use pgtide_copyfmt::scan::record_at_server_line;
+    let csv = Dialect::csv();
+    // The issue's file: record 0 spans server lines 1..=2.
+    let data = b"1,\"a\r\nb\"\r\n2,x\r\nbad,y\r\n4,z\r\n";
+    let at = |line| record_at_server_line(&csv, data, line);
+    assert_eq!(
+        [at(1), at(2), at(3), at(4), at(5), at(6)],
+        [Some(0), Some(0), Some(1), Some(2), Some(3), None]
+    );
+    // `\n` style: a quoted `\n` in the first record is not counted, later ones are.
+    let data = b"1,\"a\nb\"\n2,\"c\nd\"\n3,x\n";
+    let at = |line| record_at_server_line(&csv, data, line);
+    assert_eq!(
+        [at(1), at(2), at(3), at(4), at(5)],
+        [Some(0), Some(1), Some(1), Some(2), None]
+    );
+    // Text counts records only.
+    let text = Dialect::text();
+    assert_eq!(record_at_server_line(&text, b"a\\\nb\nc\n", 2), Some(1));
+    assert_eq!(record_at_server_line(&text, b"a\nc\n", 3), None);
 }

@@ -16,7 +16,7 @@ use std::io::Read;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use copyfmt::scan::{Dialect, Format, Scanner, Stop};
+use copyfmt::scan::{Dialect, Eol, Format, Scanner, Stop};
 
 use crate::error::{Error, Result};
 
@@ -47,8 +47,16 @@ pub struct Chunk {
     pub first_byte: u64,
     /// Number of records in `data`.
     pub records: u64,
-    /// Number of newline bytes in `data` (binary: = records).
+    /// Number of line breaks in `data` (binary: = records).
     pub lines: u64,
+    /// The input's line-ending style, settled by its first record: the
+    /// records of `data` are read in it, never settled anew by the chunk's
+    /// own first record (see [`copyfmt::scan::records_with`]).
+    pub eol: Eol,
+    /// Records of `data` with a line break that does not fit `eol`: the
+    /// server would reject them, and a COPY that starts with one would
+    /// settle on the wrong style, so such a chunk is never sent whole.
+    pub eol_errors: u64,
 }
 
 /// Whether the first record of a file is a header to consume.
@@ -66,6 +74,7 @@ struct Cut {
     offset: usize,
     records: u64,
     lines: u64,
+    bad: u64,
 }
 
 /// Produces [`Chunk`]s from one decompressed input stream.
@@ -142,6 +151,13 @@ impl Chunker {
     /// binary trailer) rather than at end of file.
     pub fn ended_by_marker(&self) -> bool {
         self.scanner.end_of_data()
+    }
+
+    /// Bytes read but in no chunk and not the header: once the input has
+    /// ended, what was read from an end-of-data marker on (the marker
+    /// included). Checked against the bytes read (`load::invariants`).
+    pub fn unconsumed(&self) -> usize {
+        self.buf.len()
     }
 
     /// The next chunk, or `None` at the end of the input.
@@ -231,7 +247,7 @@ impl Chunker {
             let consumed = consumed - shift;
             match found {
                 Some(b) => {
-                    let base = self.cut.map_or((0, 0), |c| (c.records, c.lines));
+                    let base = self.cut.map_or((0, 0, 0), |c| (c.records, c.lines, c.bad));
                     let offset = from + b.offset - shift;
                     let lines = if self.binary {
                         b.records
@@ -242,6 +258,7 @@ impl Chunker {
                         offset,
                         records: base.0 + b.records,
                         lines: base.1 + lines,
+                        bad: base.2 + b.bad,
                     });
                     self.tail_lines = self.count_lines(offset, consumed);
                 }
@@ -278,7 +295,8 @@ impl Chunker {
         if self.binary {
             0
         } else {
-            memchr::memchr_iter(b'\n', &self.buf[from..to]).count() as u64
+            let byte = self.scanner.line_byte();
+            memchr::memchr_iter(byte, &self.buf[from..to]).count() as u64
         }
     }
 
@@ -315,7 +333,7 @@ impl Chunker {
         let data = self.buf.split_to(cut.offset).freeze();
         self.scanned -= cut.offset;
         self.cut = None;
-        self.make(data, cut.records, cut.lines)
+        self.make(data, cut.records, cut.lines, cut.bad)
     }
 
     /// The last chunk: whatever whole records remain, plus a final record
@@ -332,18 +350,24 @@ impl Chunker {
             let cut = self.cut?;
             return (cut.offset > 0).then(|| self.take(cut));
         }
-        let (records, lines) = self.cut.map_or((0, 0), |c| (c.records, c.lines));
+        let (records, lines, bad) = self.cut.map_or((0, 0, 0), |c| (c.records, c.lines, c.bad));
         let tail_len = self.buf.len() - self.cut.map_or(0, |c| c.offset);
         if self.buf.is_empty() {
             return None;
         }
         let extra = u64::from(tail_len > 0);
+        let tail_bad = u64::from(tail_len > 0 && self.scanner.pending_error().is_some());
         let data = self.buf.split().freeze();
         self.cut = None;
-        Some(self.make(data, records + extra, lines + self.tail_lines))
+        Some(self.make(
+            data,
+            records + extra,
+            lines + self.tail_lines,
+            bad + tail_bad,
+        ))
     }
 
-    fn make(&mut self, data: Bytes, records: u64, lines: u64) -> Chunk {
+    fn make(&mut self, data: Bytes, records: u64, lines: u64, eol_errors: u64) -> Chunk {
         let chunk = Chunk {
             seq: self.next_seq,
             input: self.input.clone(),
@@ -352,6 +376,8 @@ impl Chunker {
             first_byte: self.byte,
             records,
             lines,
+            eol: self.scanner.eol(),
+            eol_errors,
             data,
         };
         self.next_seq += 1;
@@ -404,16 +430,17 @@ mod tests {
         out
     }
 
-    /// Chunks reassemble the input, and each chunk's first line, record and
-    /// byte offset are what a scan of the whole input says.
+    /// Chunks reassemble the input, and each chunk's first line, record,
+    /// byte offset and line-ending errors are what a scan of the whole
+    /// input says.
     fn check(data: &[u8], d: Dialect, header: HeaderMode) {
+        let all: Vec<_> = scan::records(&d, data).collect();
         let skip = match header {
             HeaderMode::None => 0,
-            HeaderMode::Consume => scan::records(&d, data).next().map_or(data.len(), |r| r.end),
+            HeaderMode::Consume => all.first().map_or(data.len(), |r| r.end),
         };
+        let spans = &all[usize::from(header == HeaderMode::Consume).min(all.len())..];
         let body = &data[skip..];
-        let spans: Vec<_> = scan::records(&d, body).collect();
-        let header_lines = data[..skip].iter().filter(|&&b| b == b'\n').count() as u64;
         for target in [1, 2, 3, 5, 8, 13, 64, 1 << 20] {
             for step in [1, 3, 7, 1 << 16] {
                 let got = chunks(data, d.clone(), header, target, step);
@@ -422,17 +449,13 @@ mod tests {
                 let mut record = 0usize;
                 for c in &got {
                     let span = &spans[record];
-                    assert_eq!(
-                        c.first_byte,
-                        (skip + span.start) as u64,
-                        "target {target} step {step}"
-                    );
-                    assert_eq!(
-                        c.first_line,
-                        1 + header_lines + span.line,
-                        "target {target} step {step}"
-                    );
+                    let at = format!("target {target} step {step} record {record}");
+                    assert_eq!(c.first_byte, span.start as u64, "{at}");
+                    assert_eq!(c.first_line, 1 + span.line, "{at}");
                     assert_eq!(c.first_record, 1 + record as u64);
+                    let mine = &spans[record..record + c.records as usize];
+                    let bad = mine.iter().filter(|s| s.eol_error.is_some()).count();
+                    assert_eq!(c.eol_errors, bad as u64, "{at}");
                     record += c.records as usize;
                 }
                 assert_eq!(record, spans.len(), "target {target} step {step}");
@@ -445,6 +468,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Issue 8 A1: a lone `\r` ends records, at every read and chunk size;
+    /// records whose line breaks do not fit the file's style are counted.
+    #[test]
+    fn lone_cr_and_mixed_line_endings_at_every_read_and_chunk_size() {
+        let cr = b"id,v\r1,\"a\r\nb\"\r2,b\r3,c\r";
+        check(cr, Dialect::csv(), HeaderMode::Consume);
+        check(cr, Dialect::csv(), HeaderMode::None);
+        let mixed = b"1,a\n2,b\r\n3,\"c\r\"\n4,d\r5,e\n";
+        check(mixed, Dialect::csv(), HeaderMode::None);
+        check(
+            b"1\ta\r\n2\tb\n3\tc\r\n4\r",
+            Dialect::text(),
+            HeaderMode::None,
+        );
+        let got = chunks(cr, Dialect::csv(), HeaderMode::Consume, 1 << 20, 7);
+        assert_eq!(got.len(), 1);
+        assert_eq!((got[0].records, got[0].lines, got[0].eol), (3, 4, Eol::Cr));
     }
 
     #[test]

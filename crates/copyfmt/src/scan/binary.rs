@@ -35,13 +35,14 @@ impl Scanner {
         let mut pos = 0;
         while pos < input.len() {
             match self.bin_step(input, &mut pos) {
-                Ok(Ev::Nothing) => {}
+                Ok(Ev::Nothing | Ev::EndBefore) => {}
                 Ok(Ev::End | Ev::EodAfter) => {
                     acc.records += 1;
                     acc.last = Some(Boundary {
                         offset: pos,
                         records: acc.records,
                         lines: acc.records,
+                        bad: 0,
                     });
                     if stop == Stop::First {
                         return (acc, true);

@@ -75,13 +75,20 @@
 //!   PostgreSQL up to 17 (version 18 rejects it); that record is counted and
 //!   kept, so the server sees it and decides. PostgreSQL 18 no longer treats
 //!   `\.` as special in CSV: set [`Dialect::end_marker`] to false for it.
-//! * A lone `\r` does not end a record here. PostgreSQL accepts files whose
-//!   lines all end in `\r`; to this scanner such a file is one unterminated
-//!   record, so it is sent whole, which is slow but still correct.
-//! * `lines` counts `\n` bytes whatever they mean: physical lines, as an
-//!   editor shows them. The server's `line N` in errors counts records plus,
-//!   in CSV, newlines inside quotes; the two differ only for text-format
-//!   rows that contain a backslash-escaped newline.
+//! * Line endings ([`Eol`]) follow `CopyReadLineText`: `\n`, `\r\n` and a
+//!   lone `\r` all end records, and the first record's terminator settles
+//!   the style for the rest of the stream. After that, an unquoted
+//!   (unescaped) `\r` or `\n` that does not fit the style is an error the
+//!   server would raise ("literal carriage return found in data"). The
+//!   scanner does not stop there: it ends such a record where the style
+//!   says records end and marks it ([`Boundary::bad`], [`RecordSpan::eol_error`]),
+//!   so the caller can reject that one row without ever sending it (a COPY
+//!   that started with it would settle on the wrong style).
+//! * `lines` counts line breaks as an editor shows them: `\n` bytes, or
+//!   `\r` bytes once the style is a lone `\r`. The server's `line N` in
+//!   errors counts records plus, in CSV, line breaks inside quotes (see
+//!   [`server_lines`]); the two differ for text-format rows that contain a
+//!   backslash-escaped newline, and for quoted line breaks.
 
 use std::fmt;
 
@@ -190,6 +197,58 @@ impl Dialect {
     }
 }
 
+/// The line-ending style of a stream, settled by its first record as in
+/// PostgreSQL's `CopyReadLineText` (`eol_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Eol {
+    /// No record has ended yet.
+    #[default]
+    Unknown,
+    /// `\n`.
+    Nl,
+    /// `\r\n`.
+    CrNl,
+    /// A lone `\r`.
+    Cr,
+}
+
+/// A line break that does not fit the stream's [`Eol`] style: the server
+/// rejects the record that holds it (SQLSTATE 22P04).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EolError {
+    /// An unquoted `\r` where the style has none there.
+    CarriageReturn,
+    /// An unquoted `\n` where the style has none there.
+    Newline,
+}
+
+impl EolError {
+    /// The SQLSTATE the server raises (`bad_copy_file_format`).
+    pub const SQLSTATE: &'static str = "22P04";
+
+    /// The server's own message for this error in `format`.
+    pub fn message(self, format: Format) -> &'static str {
+        match (self, format) {
+            (EolError::CarriageReturn, Format::Csv) => "unquoted carriage return found in data",
+            (EolError::CarriageReturn, _) => "literal carriage return found in data",
+            (EolError::Newline, Format::Csv) => "unquoted newline found in data",
+            (EolError::Newline, _) => "literal newline found in data",
+        }
+    }
+
+    /// The server's own hint for this error in `format`.
+    pub fn hint(self, format: Format) -> &'static str {
+        match (self, format) {
+            (EolError::CarriageReturn, Format::Csv) => {
+                "Use quoted CSV field to represent carriage return."
+            }
+            (EolError::CarriageReturn, _) => "Use \"\\r\" to represent carriage return.",
+            (EolError::Newline, Format::Csv) => "Use quoted CSV field to represent newline.",
+            (EolError::Newline, _) => "Use \"\\n\" to represent newline.",
+        }
+    }
+}
+
 /// A record boundary found by [`Scanner::scan`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Boundary {
@@ -197,8 +256,11 @@ pub struct Boundary {
     pub offset: usize,
     /// Records completed in this call up to `offset`.
     pub records: u64,
-    /// `\n` bytes consumed in this call up to `offset` (binary: = records).
+    /// Line breaks consumed in this call up to `offset` (binary: =
+    /// records): `\n` bytes, or `\r` bytes in a lone-`\r` stream.
     pub lines: u64,
+    /// How many of `records` have a line-ending error ([`EolError`]).
+    pub bad: u64,
 }
 
 /// How far one [`Scanner::scan`] call goes.
@@ -216,6 +278,9 @@ enum Ev {
     Nothing,
     /// A record ended after this byte.
     End,
+    /// A record ended just before this byte (a lone `\r` settled the
+    /// style); the byte starts the next record.
+    EndBefore,
     /// The end marker ended here; the data ended before its record.
     EodBefore,
     /// Text `\.` mid-record: the record ends after this byte, and the data
@@ -233,6 +298,11 @@ pub struct Scanner {
     escape: Option<u8>,
     marker: bool,
     st: St,
+    eol: Eol,
+    /// The line-ending error of the record being scanned, if any.
+    bad_rec: Option<EolError>,
+    /// The line-ending error of the last bad record that ended.
+    last_error: Option<EolError>,
     bin: Bin,
     done: bool,
     header_len: Option<usize>,
@@ -245,6 +315,7 @@ pub struct Scanner {
 struct Acc {
     records: u64,
     lines: u64,
+    bad: u64,
     last: Option<Boundary>,
 }
 
@@ -264,6 +335,14 @@ impl Scanner {
         Scanner::with_state(d, Bin::Count(0, 0))
     }
 
+    /// Like [`Scanner::resume`], in a stream whose line-ending style was
+    /// already settled (`Eol::Unknown` settles it on the first record).
+    pub fn resume_with(d: Dialect, eol: Eol) -> Self {
+        let mut s = Scanner::resume(d);
+        s.eol = eol;
+        s
+    }
+
     fn with_state(d: Dialect, bin: Bin) -> Self {
         let csv = d.format == Format::Csv;
         let escape = (csv && d.escape != d.quote).then_some(d.escape);
@@ -272,6 +351,9 @@ impl Scanner {
             escape,
             marker: d.end_marker,
             st: St::RecStart,
+            eol: Eol::Unknown,
+            bad_rec: None,
+            last_error: None,
             bin,
             done: false,
             header_len: None,
@@ -284,6 +366,36 @@ impl Scanner {
     /// The dialect this scanner was built with.
     pub fn dialect(&self) -> &Dialect {
         &self.dialect
+    }
+
+    /// The line-ending style, once the first record has ended.
+    pub fn eol(&self) -> Eol {
+        self.eol
+    }
+
+    /// The byte that [`Boundary::lines`] counts: `\r` in a lone-`\r`
+    /// stream, `\n` otherwise.
+    pub fn line_byte(&self) -> u8 {
+        if self.eol == Eol::Cr {
+            b'\r'
+        } else {
+            b'\n'
+        }
+    }
+
+    /// The line-ending error of the last bad record that ended (see
+    /// [`Boundary::bad`]).
+    pub fn last_error(&self) -> Option<EolError> {
+        self.last_error
+    }
+
+    /// After [`Scanner::finish`]: the line-ending error of the unterminated
+    /// last record, if it has one.
+    pub fn pending_error(&self) -> Option<EolError> {
+        if self.st == St::Cr && self.eol == Eol::CrNl {
+            return Some(EolError::CarriageReturn);
+        }
+        self.bad_rec
     }
 
     /// Continues from the state left by earlier calls.
@@ -375,6 +487,11 @@ impl Scanner {
     /// [`Scanner::pending_len`] bytes instead of sending them. (The server
     /// itself would reject an unterminated `\.` in text format.)
     pub fn finish(&mut self) -> bool {
+        if self.st == St::Cr && self.eol == Eol::Unknown {
+            // `\r` at the very end of the first record: the server settles
+            // on a lone `\r`, and the record is complete.
+            self.eol = Eol::Cr;
+        }
         let marker = matches!(self.st, St::StartDot | St::StartDotCr);
         self.done |= marker;
         marker
@@ -389,8 +506,11 @@ pub struct RecordSpan {
     /// Offset just after the record's terminator (or the end of the buffer
     /// for an unterminated last record).
     pub end: usize,
-    /// Number of `\n` bytes before `start`: the record's 0-based line.
+    /// Line breaks before `start` (see [`Boundary::lines`]): the record's
+    /// 0-based line.
     pub line: u64,
+    /// The record's line-ending error: the server would reject it.
+    pub eol_error: Option<EolError>,
 }
 
 /// Splits whole records (no header) into spans; the last record may lack its
@@ -401,8 +521,19 @@ pub struct RecordSpan {
 /// returned. Binary data that cannot be parsed ends the iteration with one
 /// span covering the rest of the buffer, so that no byte goes unreported.
 pub fn records<'a>(d: &Dialect, bytes: &'a [u8]) -> impl Iterator<Item = RecordSpan> + 'a {
+    records_with(d, Eol::Unknown, bytes)
+}
+
+/// Like [`records`], for bytes from a stream whose style `eol` was settled
+/// before them (a chunk of a file): records whose line breaks do not fit
+/// it carry an [`RecordSpan::eol_error`].
+pub fn records_with<'a>(
+    d: &Dialect,
+    eol: Eol,
+    bytes: &'a [u8],
+) -> impl Iterator<Item = RecordSpan> + 'a {
     Records {
-        scanner: Scanner::resume(d.clone()),
+        scanner: Scanner::resume_with(d.clone(), eol),
         bytes,
         pos: 0,
         line: 0,
@@ -432,6 +563,7 @@ impl Iterator for Records<'_> {
                     start,
                     end: self.pos,
                     line,
+                    eol_error: (b.bad > 0).then(|| self.scanner.last_error()).flatten(),
                 })
             }
             None => {
@@ -444,10 +576,73 @@ impl Iterator for Records<'_> {
                     start,
                     end: self.bytes.len(),
                     line,
+                    eol_error: self.scanner.pending_error(),
                 })
             }
         }
     }
+}
+
+/// The 0-based record of `bytes` (whole records, as sent in one COPY)
+/// that the server's `line N` designates, or `None` if no record has it.
+///
+/// The server's `cur_lineno` (copyfromparse.c) goes up by one per record
+/// and, in CSV only, by one per quoted line break, where a "line break" is
+/// `\n` once the style is known to be `\n`, and `\r` otherwise: inside the
+/// first record of every COPY, read before the style is settled, a quoted
+/// `\r` counts and a quoted `\n` does not. An error inside record `r` names
+/// a line from its first to its first plus its quoted breaks.
+pub fn record_at_server_line(d: &Dialect, bytes: &[u8], line: u64) -> Option<u64> {
+    if d.format != Format::Csv {
+        let index = line.checked_sub(1)?;
+        records(d, bytes).nth(usize::try_from(index).ok()?)?;
+        return Some(index);
+    }
+    let mut scanner = Scanner::resume(d.clone());
+    let mut eol = Eol::Unknown;
+    let mut first = 1u64;
+    let mut pos = 0;
+    let mut index = 0u64;
+    while pos < bytes.len() {
+        let end = match scanner.scan(&bytes[pos..], Stop::First) {
+            Some(b) => pos + b.offset,
+            None => bytes.len(),
+        };
+        let last = first + server_lines(d, eol, &bytes[pos..end]);
+        if (first..=last).contains(&line) {
+            return Some(index);
+        }
+        first = last + 1;
+        index += 1;
+        pos = end;
+        eol = scanner.eol();
+    }
+    None
+}
+
+/// The line breaks the server counts inside the quotes of one CSV record
+/// read while the line-ending style is `eol` (see
+/// [`record_at_server_line`]); the walk is `CopyReadLineText`'s own.
+pub fn server_lines(d: &Dialect, eol: Eol, record: &[u8]) -> u64 {
+    let counted = if eol == Eol::Nl { b'\n' } else { b'\r' };
+    let quote = d.quote;
+    // As the server does, an ESCAPE equal to QUOTE is no escape at all.
+    let escape = (d.escape != d.quote).then_some(d.escape);
+    let (mut in_quote, mut last_was_esc) = (false, false);
+    let mut n = 0;
+    for &c in record {
+        if in_quote && Some(c) == escape {
+            last_was_esc = !last_was_esc;
+        }
+        if c == quote && !last_was_esc {
+            in_quote = !in_quote;
+        }
+        if Some(c) != escape {
+            last_was_esc = false;
+        }
+        n += u64::from(in_quote && c == counted);
+    }
+    n
 }
 
 impl fmt::Display for Format {

@@ -2,7 +2,7 @@
 //! defines the semantics, and the 64-byte bit-mask fast path that must
 //! agree with it. See "Advice for hackers" in [`crate::scan`].
 
-use super::{Acc, Boundary, Ev, Scanner, Stop};
+use super::{Acc, Boundary, Eol, EolError, Ev, Scanner, Stop};
 
 /// The text/CSV machine: what the next byte means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +27,9 @@ pub(super) enum St {
     MidDot,
     /// Text, mid-record: seen `\.\r`.
     MidDotCr,
+    /// An unquoted `\r` while the style is unknown or `\r\n`: the next
+    /// byte decides (PostgreSQL peeks at it too).
+    Cr,
 }
 
 impl St {
@@ -97,6 +100,7 @@ impl Scanner {
     fn fast_csv(&self, block: &[u8; BLOCK], n: usize) -> Option<Fast> {
         let valid = low_bits(n);
         let newlines = eq_mask(block, b'\n') & valid;
+        let crs = eq_mask(block, b'\r') & valid;
         let quotes = eq_mask(block, self.dialect.quote) & valid;
         let quoted_in = if self.st == St::Quoted { !0 } else { 0 };
         let inside = prefix_xor(quotes) ^ quoted_in;
@@ -109,7 +113,7 @@ impl Scanner {
                 return None;
             }
         }
-        let ends = newlines & !inside;
+        let (ends, breaks) = self.line_ends(newlines, crs, !inside, n)?;
         if self.marker && self.marker_candidate(block, n, ends) {
             return None;
         }
@@ -123,9 +127,30 @@ impl Scanner {
         };
         Some(Fast {
             ends,
-            newlines,
+            newlines: breaks,
             next,
         })
+    }
+
+    /// Record ends and counted line breaks of a block under the stream's
+    /// style, given which bytes are `outside` quotes or escapes; `None`
+    /// when a `\r` or `\n` needs the slow path (a record with a line
+    /// break that does not fit the style, a `\r\n` across blocks, or the
+    /// first `\r` of a stream, which settles the style).
+    fn line_ends(&self, newlines: u64, crs: u64, outside: u64, n: usize) -> Option<(u64, u64)> {
+        match self.eol {
+            Eol::Unknown | Eol::Nl if crs != 0 => None,
+            Eol::Unknown | Eol::Nl => Some((newlines & outside, newlines)),
+            Eol::Cr if newlines != 0 => None,
+            Eol::Cr => Some((crs & outside, crs)),
+            Eol::CrNl => {
+                let ends = newlines & outside;
+                let cr_out = crs & outside;
+                let last = 1u64 << (n - 1);
+                let fits = cr_out << 1 == ends && ends & 1 == 0 && cr_out & last == 0;
+                fits.then_some((ends, newlines))
+            }
+        }
     }
 
     /// True if a record in the block starts with `\` followed by `.` or by
@@ -148,6 +173,7 @@ impl Scanner {
     fn fast_text(&self, block: &[u8; BLOCK], n: usize) -> Option<Fast> {
         let valid = low_bits(n);
         let newlines = eq_mask(block, b'\n') & valid;
+        let crs = eq_mask(block, b'\r') & valid;
         let backslashes = eq_mask(block, b'\\') & valid;
         let carry = self.st == St::TextEsc;
         let (escaped, escapers) = if backslashes == 0 && !carry {
@@ -159,7 +185,7 @@ impl Scanner {
         if self.marker && escaped != 0 && escaped & eq_mask(block, b'.') & valid != 0 {
             return None;
         }
-        let ends = newlines & !escaped;
+        let (ends, breaks) = self.line_ends(newlines, crs, !escaped, n)?;
         let last = 1u64 << (n - 1);
         let starts = (ends << 1) | u64::from(self.st == St::RecStart);
         let next = if ends & last != 0 {
@@ -174,12 +200,25 @@ impl Scanner {
         };
         Some(Fast {
             ends,
-            newlines,
+            newlines: breaks,
             next,
         })
     }
 
     fn apply_fast(&mut self, f: Fast, base: usize, stop: Stop, acc: &mut Acc) -> Flow {
+        if f.ends != 0 && self.eol == Eol::Unknown {
+            // The fast path runs before the style is known only on blocks
+            // without `\r`: the first record ended with `\n`.
+            self.eol = Eol::Nl;
+        }
+        if f.ends != 0 {
+            // The first end in the block closes a record that the slow
+            // path may have found bad.
+            if let Some(e) = self.bad_rec.take() {
+                acc.bad += 1;
+                self.last_error = Some(e);
+            }
+        }
         if stop == Stop::First && f.ends != 0 {
             let p = f.ends.trailing_zeros() as usize;
             acc.records += 1;
@@ -187,6 +226,7 @@ impl Scanner {
                 offset: base + p + 1,
                 records: acc.records,
                 lines: acc.lines + count(f.newlines & low_bits(p + 1)),
+                bad: acc.bad,
             });
             self.st = St::RecStart;
             return Flow::Stop;
@@ -199,6 +239,7 @@ impl Scanner {
                 offset: base + hi + 1,
                 records: acc.records,
                 lines: acc.lines + count(f.newlines & low_bits(hi + 1)),
+                bad: acc.bad,
             });
         }
         acc.lines += count(f.newlines);
@@ -208,21 +249,25 @@ impl Scanner {
     /// The slow path over one block: `Scanner::step` on every byte.
     fn slow_block(&mut self, bytes: &[u8], base: usize, stop: Stop, acc: &mut Acc) -> Flow {
         for (i, &b) in bytes.iter().enumerate() {
-            let ev = self.step(b);
-            acc.lines += u64::from(b == b'\n');
+            let mut ev = self.step(b);
+            if ev == Ev::EndBefore {
+                // The lone `\r` before `b` ended the first record.
+                acc.lines += 1;
+                self.end_record(acc, base + i);
+                if stop == Stop::First {
+                    return Flow::Stop;
+                }
+                ev = self.step(b);
+            }
+            acc.lines += u64::from(b == self.line_byte());
             match ev {
-                Ev::Nothing => continue,
+                Ev::Nothing | Ev::EndBefore => continue,
                 Ev::EodBefore => {
                     self.done = true;
                     return Flow::Stop;
                 }
                 Ev::End | Ev::EodAfter => {
-                    acc.records += 1;
-                    acc.last = Some(Boundary {
-                        offset: base + i + 1,
-                        records: acc.records,
-                        lines: acc.lines,
-                    });
+                    self.end_record(acc, base + i + 1);
                     if ev == Ev::EodAfter {
                         self.done = true;
                         return Flow::Stop;
@@ -234,6 +279,21 @@ impl Scanner {
             }
         }
         Flow::Go
+    }
+
+    /// Counts a record that ended at `offset`, with its line-ending error.
+    fn end_record(&mut self, acc: &mut Acc, offset: usize) {
+        acc.records += 1;
+        if let Some(e) = self.bad_rec.take() {
+            acc.bad += 1;
+            self.last_error = Some(e);
+        }
+        acc.last = Some(Boundary {
+            offset,
+            records: acc.records,
+            lines: acc.lines,
+            bad: acc.bad,
+        });
     }
 
     /// One byte of the text/CSV machine: the definition of the semantics.
@@ -258,19 +318,58 @@ impl Scanner {
             St::StartBs => self.replay(b"\\", b),
             St::StartDot => match b {
                 b'\n' => Ev::EodBefore,
+                // `\.\r` ends the data unless the style is `\r\n`, which
+                // wants `\.\r\n` (with `\n` the server calls it corrupt).
+                b'\r' if matches!(self.eol, Eol::Unknown | Eol::Cr) => Ev::EodBefore,
                 b'\r' => self.goto(St::StartDotCr),
                 _ => self.replay(b"\\.", b),
             },
             St::StartDotCr if b == b'\n' => Ev::EodBefore,
             St::StartDotCr => self.replay(b"\\.\r", b),
             St::MidDot if b == b'\n' => Ev::EodAfter,
+            St::MidDot if b == b'\r' && matches!(self.eol, Eol::Unknown | Eol::Cr) => Ev::EodAfter,
             St::MidDot if b == b'\r' => self.goto(St::MidDotCr),
             St::MidDotCr if b == b'\n' => Ev::EodAfter,
-            St::MidDot | St::MidDotCr => {
+            St::MidDot => {
                 self.st = St::Field;
                 self.step(b)
             }
+            // The peeked `\r` was data: it counts as one (a bad record in
+            // the `\n` style, a pending `\r` in the `\r\n` style).
+            St::MidDotCr => {
+                self.st = St::Field;
+                self.step(b'\r');
+                self.step(b)
+            }
+            St::Cr => self.after_cr(b),
         }
+    }
+
+    /// The byte after an unquoted `\r` (style unknown or `\r\n`).
+    fn after_cr(&mut self, b: u8) -> Ev {
+        if b == b'\n' {
+            if self.eol == Eol::Unknown {
+                self.eol = Eol::CrNl;
+            }
+            self.st = St::RecStart;
+            return Ev::End;
+        }
+        if self.eol == Eol::Unknown {
+            self.eol = Eol::Cr;
+            self.st = St::RecStart;
+            return Ev::EndBefore;
+        }
+        // `\r\n` style, and this `\r` has no `\n`: the record is bad; the
+        // byte is data of it.
+        self.mark(EolError::CarriageReturn);
+        self.st = St::Field;
+        self.step(b)
+    }
+
+    /// Notes a line-ending error in the current record (the first one
+    /// counts, as the server stops there).
+    fn mark(&mut self, e: EolError) {
+        self.bad_rec.get_or_insert(e);
     }
 
     fn goto(&mut self, st: St) -> Ev {
@@ -280,9 +379,30 @@ impl Scanner {
 
     /// A byte outside quotes and escapes.
     fn unquoted(&mut self, b: u8) -> Ev {
-        if b == b'\n' {
-            self.st = St::RecStart;
-            return Ev::End;
+        match (b, self.eol) {
+            (b'\n', Eol::Cr) => {
+                self.mark(EolError::Newline);
+                return self.goto(St::Field);
+            }
+            (b'\n', eol) => {
+                match eol {
+                    Eol::Unknown => self.eol = Eol::Nl,
+                    Eol::CrNl => self.mark(EolError::Newline),
+                    _ => {}
+                }
+                self.st = St::RecStart;
+                return Ev::End;
+            }
+            (b'\r', Eol::Unknown | Eol::CrNl) => return self.goto(St::Cr),
+            (b'\r', Eol::Nl) => {
+                self.mark(EolError::CarriageReturn);
+                return self.goto(St::Field);
+            }
+            (b'\r', Eol::Cr) => {
+                self.st = St::RecStart;
+                return Ev::End;
+            }
+            _ => {}
         }
         let next = match (self.csv, b) {
             (true, q) if q == self.dialect.quote => St::Quoted,
@@ -294,7 +414,8 @@ impl Scanner {
 
     /// An end-marker look-ahead failed: the peeked bytes were data after
     /// all. Run them through the machine as ordinary bytes of the record,
-    /// then `b`. (They contain no newline, so they cannot end a record.)
+    /// then `b`. (They cannot end a record: no `\n`, and a `\r` here is
+    /// only peeked in the `\r\n` style, where it waits for the next byte.)
     fn replay(&mut self, peeked: &[u8], b: u8) -> Ev {
         self.st = St::Field;
         for &p in peeked {

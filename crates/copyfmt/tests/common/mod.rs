@@ -2,7 +2,7 @@
 //! building binary COPY files.
 #![allow(dead_code)]
 
-use pgtide_copyfmt::scan::{Boundary, Dialect, Format, Scanner, Stop};
+use pgtide_copyfmt::scan::{Boundary, Dialect, Eol, Format, Scanner, Stop};
 
 /// What a whole feed of the scanner produced, in absolute offsets.
 #[derive(Debug, PartialEq, Eq)]
@@ -22,6 +22,158 @@ pub fn is_binary(d: &Dialect) -> bool {
 
 pub fn newlines(bytes: &[u8]) -> u64 {
     bytes.iter().filter(|&&b| b == b'\n').count() as u64
+}
+
+/// What the reference reads from a stream.
+pub struct Reference {
+    /// Every record end.
+    pub ends: Vec<usize>,
+    /// Whether each record has a line-ending error.
+    pub bad: Vec<bool>,
+    /// The end marker was seen.
+    pub eod: bool,
+    /// The settled style, and the end of the first record.
+    pub eol: Eol,
+    pub first_end: Option<usize>,
+}
+
+/// A deliberately simple transcription of PostgreSQL's `CopyReadLineText`
+/// (text and CSV), for a stream that may continue. Where the server raises
+/// a line-ending error, the reference marks the record bad and goes on
+/// where pgtide ends such a record: at the style's terminator.
+pub fn reference_full(d: &Dialect, input: &[u8]) -> Reference {
+    let csv = d.format == Format::Csv;
+    let quotec = d.quote;
+    let escapec = (csv && d.escape != d.quote).then_some(d.escape);
+    let mut r = Reference {
+        ends: Vec::new(),
+        bad: Vec::new(),
+        eod: false,
+        eol: Eol::Unknown,
+        first_end: None,
+    };
+    let mut i = 0;
+    'records: while i < input.len() {
+        let mut in_quote = false;
+        let mut last_was_esc = false;
+        let mut first_char_in_line = true;
+        let mut bad = false;
+        loop {
+            let Some(&c) = input.get(i) else {
+                return r;
+            };
+            i += 1;
+            if csv {
+                if in_quote && Some(c) == escapec {
+                    last_was_esc = !last_was_esc;
+                }
+                if c == quotec && !last_was_esc {
+                    in_quote = !in_quote;
+                }
+                if Some(c) != escapec {
+                    last_was_esc = false;
+                }
+            }
+            let unquoted = !csv || !in_quote;
+            let ended = match c {
+                b'\r' if unquoted => match r.eol {
+                    Eol::Unknown | Eol::CrNl => match input.get(i) {
+                        None => return r, // cannot tell yet
+                        Some(b'\n') => {
+                            i += 1;
+                            r.eol = Eol::CrNl;
+                            true
+                        }
+                        Some(_) if r.eol == Eol::Unknown => {
+                            r.eol = Eol::Cr;
+                            true
+                        }
+                        Some(_) => {
+                            bad = true;
+                            false
+                        }
+                    },
+                    Eol::Nl => {
+                        bad = true;
+                        false
+                    }
+                    Eol::Cr => true,
+                },
+                b'\n' if unquoted => match r.eol {
+                    Eol::Cr => {
+                        bad = true;
+                        false
+                    }
+                    Eol::CrNl => {
+                        bad = true;
+                        true
+                    }
+                    _ => {
+                        r.eol = Eol::Nl;
+                        true
+                    }
+                },
+                _ => false,
+            };
+            if ended {
+                r.ends.push(i);
+                r.bad.push(bad);
+                r.first_end.get_or_insert(i);
+                continue 'records;
+            }
+            if c == b'\\' && (!csv || first_char_in_line) {
+                if d.end_marker {
+                    // Look for the end marker after the backslash.
+                    let rest = &input[i..];
+                    let marker: [&[u8]; 2] = match r.eol {
+                        Eol::Unknown | Eol::Cr => [b".\n", b".\r"],
+                        _ => [b".\n", b".\r\n"],
+                    };
+                    if let Some(m) = marker.iter().find(|m| rest.starts_with(m)) {
+                        if !first_char_in_line {
+                            r.ends.push(i + m.len()); // text, mid-record
+                            r.bad.push(bad);
+                        }
+                        r.eod = true;
+                        return r;
+                    }
+                    if marker.iter().any(|m| m.starts_with(rest)) {
+                        return r; // cannot tell yet
+                    }
+                }
+                if !csv {
+                    i += 1; // the escaped byte, whatever it is
+                }
+            }
+            first_char_in_line = false;
+        }
+    }
+    r
+}
+
+/// The line breaks the scanner reports for bytes `from..to` of one call
+/// (see `Boundary::lines`): `\n` bytes, or `\r` bytes once the style is
+/// a lone `\r`, whose first one counts at the start of the next record:
+/// in the call that reads the byte after it (with `Stop::First`, the call
+/// that ends there; the next call starts after it).
+pub fn line_breaks(d: &Dialect, input: &[u8], from: usize, to: usize, stop: Stop) -> u64 {
+    if is_binary(d) {
+        return 0;
+    }
+    let r = reference_full(d, input);
+    let Some(f) = r.first_end.filter(|_| r.eol == Eol::Cr) else {
+        return newlines(&input[from..to]);
+    };
+    let counted = (from..to).filter(|&p| match p {
+        p if p + 1 < f => input[p] == b'\n',
+        p if p + 1 == f => false,
+        p => input[p] == b'\r',
+    });
+    let settled_here = match stop {
+        Stop::First => from <= f && to == f,
+        Stop::Last => from <= f && f <= to,
+    };
+    counted.count() as u64 + u64::from(settled_here)
 }
 
 pub fn scanner(d: &Dialect) -> Scanner {
@@ -44,7 +196,7 @@ pub fn feed_first(d: &Dialect, input: &[u8], cuts: &[usize]) -> Outcome {
             let lines = if is_binary(d) {
                 1
             } else {
-                newlines(&input[p..p + b.offset])
+                line_breaks(d, input, p, p + b.offset, Stop::First)
             };
             assert_eq!(
                 b.lines,
@@ -52,7 +204,7 @@ pub fn feed_first(d: &Dialect, input: &[u8], cuts: &[usize]) -> Outcome {
                 "lines of the record ending at {}",
                 p + b.offset
             );
-            assert!(b.offset > 0);
+            assert!(b.offset > 0 || (p > 0 && input[p - 1] == b'\r'));
             p += b.offset;
             ends.push(p);
             assert!(s.at_record_start());
@@ -70,19 +222,35 @@ pub fn feed_last(d: &Dialect, input: &[u8], cuts: &[usize], expected: &[usize]) 
     let mut start = 0;
     for &cut in cuts.iter().chain(Some(&input.len())) {
         let got = s.scan(&input[start..cut], Stop::Last);
+        // A record ended by a lone `\r` that settles the style is only
+        // known at the next byte: it is reported by the call that reads it.
+        let r = (!is_binary(d)).then(|| reference_full(d, input));
+        let settle = r
+            .as_ref()
+            .filter(|r| r.eol == Eol::Cr)
+            .and_then(|r| r.first_end);
         let inside: Vec<usize> = expected
             .iter()
             .copied()
-            .filter(|&e| e > start && e <= cut)
+            .filter(|&e| match settle {
+                Some(f) if e == f => start <= f && f < cut,
+                _ => e > start && e <= cut,
+            })
             .collect();
+        let bad = r.map(|r| r.bad).unwrap_or_default();
         let want = inside.last().map(|&last| Boundary {
             offset: last - start,
             records: inside.len() as u64,
             lines: if is_binary(d) {
                 inside.len() as u64
             } else {
-                newlines(&input[start..last])
+                line_breaks(d, input, start, last, Stop::Last)
             },
+            bad: expected
+                .iter()
+                .zip(bad.iter().chain(std::iter::repeat(&false)))
+                .filter(|(&e, &b)| b && inside.contains(&e))
+                .count() as u64,
         });
         assert_eq!(got, want, "Stop::Last on piece {start}..{cut}");
         ends.extend(inside);

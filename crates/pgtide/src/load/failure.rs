@@ -6,7 +6,7 @@
 //! into a record of the batch, and [`RowFailure`] places that record in
 //! the input file: first physical line, record number, byte offset.
 
-use copyfmt::scan::{self, Dialect, Format, RecordSpan};
+use copyfmt::scan::{self, Dialect, EolError, Format, RecordSpan};
 use serde::Serialize;
 
 use crate::chunk::Chunk;
@@ -67,6 +67,41 @@ impl RowFailure {
         }
     }
 
+    /// Record `index` of `chunk`, whose line break does not fit the input's
+    /// style: rejected by pgtide itself with the server's own SQLSTATE,
+    /// message and hint, without sending it (see `Chunk::eol_errors`).
+    pub fn line_ending(
+        chunk: &Chunk,
+        format: Format,
+        index: u64,
+        span: &RecordSpan,
+        e: EolError,
+    ) -> RowFailure {
+        RowFailure {
+            input: chunk.input.to_string(),
+            line: chunk.first_line + span.line,
+            record: chunk.first_record + index,
+            byte: chunk.first_byte + span.start as u64,
+            column: None,
+            sqlstate: Some(EolError::SQLSTATE.to_owned()),
+            message: e.message(format).to_owned(),
+            detail: None,
+            hint: Some(e.hint(format).to_owned()),
+        }
+    }
+
+    /// The first record of `chunk` whose line break does not fit the
+    /// input's style, with its span.
+    pub fn first_line_ending(chunk: &Chunk, dialect: &Dialect) -> Option<(RowFailure, RecordSpan)> {
+        scan::records_with(dialect, chunk.eol, &chunk.data)
+            .enumerate()
+            .find_map(|(i, span)| {
+                let e = span.eol_error?;
+                let f = RowFailure::line_ending(chunk, dialect.format, i as u64, &span, e);
+                Some((f, span))
+            })
+    }
+
     /// Locates record `index` of `chunk` by scanning it (for one-off
     /// failures; isolation keeps the spans instead).
     pub fn locate(
@@ -76,7 +111,8 @@ impl RowFailure {
         relname: &str,
         err: &tokio_postgres::Error,
     ) -> Option<RowFailure> {
-        let span = scan::records(dialect, &chunk.data).nth(usize::try_from(index).ok()?)?;
+        let span = scan::records_with(dialect, chunk.eol, &chunk.data)
+            .nth(usize::try_from(index).ok()?)?;
         Some(RowFailure::new(
             chunk,
             dialect.format,

@@ -65,6 +65,10 @@ pub enum Start {
         /// 0-based records of the chunk the server skipped.
         skipped: Vec<u64>,
     },
+    /// Nothing was sent: the chunk holds records whose line break does not
+    /// fit the input's style (`Chunk::eol_errors`). They are rejected here
+    /// with the server's reason, and the runs between them are loaded.
+    Screened,
 }
 
 /// Loads every good row of `chunk` and returns the bad ones. `start` is
@@ -93,7 +97,8 @@ async fn run(
     out: &mut Isolated,
 ) -> Result<()> {
     let spec = loader.spec().clone();
-    let spans: Vec<RecordSpan> = scan::records(&spec.dialect, &chunk.data).collect();
+    let spans: Vec<RecordSpan> =
+        scan::records_with(&spec.dialect, chunk.eol, &chunk.data).collect();
     let n = spans.len();
     let site = Site {
         chunk,
@@ -107,6 +112,19 @@ async fn run(
         Start::Skipped { rows, skipped } => {
             out.loaded += rows;
             site.settled_around(0, n, &skipped, out, &mut queue);
+        }
+        Start::Screened => {
+            // Every range sent from here on starts with a record that fits
+            // the style, so the server settles on the input's own.
+            let mut from = 0;
+            for (i, span) in spans.iter().enumerate() {
+                let Some(e) = span.eol_error else { continue };
+                queue.push_back((from, i, None));
+                let at = RowFailure::line_ending(chunk, site.format, i as u64, span, e);
+                reject(out, &site, i, at, &mut may_reject)?;
+                from = i + 1;
+            }
+            queue.push_back((from, n, None));
         }
     }
     let mut transient = 0;
@@ -154,10 +172,10 @@ async fn run(
                 queue.push_front((piece, hi, None));
                 queue.push_front((bad + 1, piece, None));
                 queue.push_front((lo, bad, None));
-                reject(out, &site, bad, &e, &mut may_reject)?;
+                reject(out, &site, bad, site.failure(bad, &e), &mut may_reject)?;
             }
             None if hi - lo == 1 => {
-                reject(out, &site, lo, &e, &mut may_reject)?;
+                reject(out, &site, lo, site.failure(lo, &e), &mut may_reject)?;
             }
             None => {
                 let mid = lo + (hi - lo) / 2;
@@ -230,6 +248,18 @@ impl Site<'_> {
         }
     }
 
+    /// Record `index` failed with the server's error `e`.
+    fn failure(&self, index: usize, e: &BatchError) -> RowFailure {
+        RowFailure::new(
+            self.chunk,
+            self.format,
+            index as u64,
+            &self.spans[index],
+            self.relname,
+            &e.error,
+        )
+    }
+
     /// First and last input line of records `lo..hi`.
     fn lines(&self, lo: usize, hi: usize) -> (u64, u64) {
         let start = |i: usize| match self.format {
@@ -248,7 +278,7 @@ fn reject(
     out: &mut Isolated,
     site: &Site<'_>,
     index: usize,
-    e: &BatchError,
+    at: RowFailure,
     may_reject: &mut impl FnMut() -> bool,
 ) -> Result<()> {
     if !may_reject() {
@@ -261,14 +291,7 @@ fn reject(
     let span = &site.spans[index];
     out.done.push(site.lines(index, index + 1));
     out.rejects.push(Reject {
-        at: RowFailure::new(
-            site.chunk,
-            site.format,
-            index as u64,
-            span,
-            site.relname,
-            &e.error,
-        ),
+        at,
         raw: site.chunk.data.slice(span.start..span.end),
     });
     Ok(())

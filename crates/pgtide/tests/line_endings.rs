@@ -1,0 +1,276 @@
+//! Issue 8, A1 and A2: line endings as PostgreSQL reads them (`\n`,
+//! `\r\n`, a lone `\r`; the first line settles the style) and the server's
+//! `line N` mapped back to the right input row, with quoted line breaks at
+//! chunk starts, at every chunk size and worker count.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use pgtide::copyopts::{CopyFormat, Header};
+use pgtide::ident::QualifiedName;
+use pgtide::load::{self, LoadOptions, Report};
+use pgtide::progress::Progress;
+use support::{Case, Compress, Db};
+
+/// Loads `data` (CSV) into `table` with `--rejects`; returns the report
+/// and the rejected (record, sqlstate) pairs from the log.
+async fn load_with_rejects(
+    db: &Db,
+    table: &str,
+    data: &[u8],
+    workers: usize,
+    chunk: usize,
+    header: Header,
+) -> (Report, Vec<(u64, String)>) {
+    let file = db.file(data, Compress::None);
+    let dir = tempfile::tempdir().unwrap();
+    let rejects = dir.path().join("r.csv");
+    let mut o = LoadOptions::new(
+        vec![file.to_string_lossy().into_owned()],
+        QualifiedName::parse(table).unwrap(),
+        CopyFormat::Csv,
+    );
+    o.copy.header = header;
+    o.workers = workers;
+    o.chunk_bytes = chunk;
+    o.rejects = Some(rejects.clone());
+    let report = load::run(&db.target, &o, Arc::new(Progress::new(workers)))
+        .await
+        .expect("load starts");
+    let log = std::fs::read_to_string(pgtide::reject::log_path(&rejects)).unwrap_or_default();
+    let rejected = log
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["record"].as_u64().unwrap(),
+                v["sqlstate"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    (report, rejected)
+}
+
+async fn ids(db: &Db, table: &str) -> Vec<i32> {
+    db.client
+        .query(&format!("SELECT id FROM {table} ORDER BY id"), &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+#[tokio::test]
+async fn lone_cr_files_load_like_server_copy() {
+    let db = Db::start().await;
+    let csv = b"id,v\r1,a\r2,\"b\r\nc\"\r3,c\r";
+    let text = b"1\ta\r2\tb\\\rx\r3\t\\N\r";
+    for workers in [1, 3] {
+        for chunk in [1, 5, 1 << 20] {
+            let case = Case::new("id int, v text", CopyFormat::Csv, csv)
+                .header(Header::Skip)
+                .workers(workers)
+                .chunk(chunk);
+            db.check(&case).await;
+            let case = Case::new("id int, v text", CopyFormat::Text, text)
+                .workers(workers)
+                .chunk(chunk);
+            db.check(&case).await;
+            let crlf = b"id,v\r\n1,\"a\rb\"\r\n2,\"x\ny\"\r\n3,z";
+            let case = Case::new("id int, v text", CopyFormat::Csv, crlf)
+                .header(Header::Skip)
+                .workers(workers)
+                .chunk(chunk);
+            db.check(&case).await;
+        }
+    }
+    // Every method reads the records the same way.
+    for m in [
+        load::Method::Binary,
+        load::Method::Pipeline,
+        load::Method::Values,
+        load::Method::Insert,
+    ] {
+        for (format, data) in [(CopyFormat::Csv, &csv[5..]), (CopyFormat::Text, &text[..])] {
+            let case = Case::new("id int, v text", format, data).method(m).chunk(7);
+            db.check(&case).await;
+        }
+    }
+    // The issue's report: with a header, 3 rows, not 0.
+    let report = db
+        .load_report(
+            &Case::new("id int, v text", CopyFormat::Csv, b"id,v\r1,a\r2,b\r3,c\r")
+                .header(Header::Skip),
+        )
+        .await;
+    assert!(report.failure.is_none(), "{:?}", report.failure);
+    assert_eq!((report.rows_read, report.rows_loaded), (3, 3));
+}
+
+#[tokio::test]
+async fn quoted_crlf_in_a_chunks_first_row_maps_errors_to_the_right_row() {
+    let db = Db::start().await;
+    let data = b"1,\"a\r\nb\"\r\n2,x\r\nbad,y\r\n4,z\r\n";
+    let mut n = 0;
+    for workers in [1, 3] {
+        for chunk in [1, 13, 1 << 20] {
+            n += 1;
+            let table = format!("m{n}");
+            db.client
+                .batch_execute(&format!("CREATE TABLE {table} (id int, v text)"))
+                .await
+                .unwrap();
+            let (report, rejected) =
+                load_with_rejects(&db, &table, data, workers, chunk, Header::None).await;
+            let ctx = format!("workers {workers} chunk {chunk}");
+            assert!(report.failure.is_none(), "{ctx}: {:?}", report.failure);
+            assert_eq!(
+                (report.rows_read, report.rows_loaded, report.rows_rejected),
+                (4, 3, 1),
+                "{ctx}"
+            );
+            assert_eq!(rejected, [(3, "22P02".to_owned())], "{ctx}");
+            assert_eq!(ids(&db, &table).await, [1, 2, 4], "{ctx}");
+        }
+    }
+    // Without --rejects the error names the right line (lines 1-2 are the
+    // first row, `bad,y` is line 4).
+    let err = db
+        .load_err(&Case::new("id int, v text", CopyFormat::Csv, data))
+        .await;
+    assert!(err.message().contains(":4:"), "{}", err.message());
+    assert!(err.message().contains("bad"), "{}", err.message());
+}
+
+/// Rows whose line break does not fit the file's style are rejected with
+/// the server's own error, never sent (a COPY starting with one would
+/// settle on the wrong style), and the rows around them load.
+#[tokio::test]
+async fn rows_with_misfit_line_endings_are_rejected_not_misread() {
+    let db = Db::start().await;
+    // `\n` file: line 2 ends in `\r\n`, line 4 holds a lone `\r`.
+    let data = b"1,a\n2,b\r\n3,c\n4,d\re\n5,f\n";
+    let mut n = 0;
+    for workers in [1, 3] {
+        for chunk in [1, 6, 1 << 20] {
+            n += 1;
+            let table = format!("x{n}");
+            db.client
+                .batch_execute(&format!("CREATE TABLE {table} (id int, v text)"))
+                .await
+                .unwrap();
+            let (report, rejected) =
+                load_with_rejects(&db, &table, data, workers, chunk, Header::None).await;
+            let ctx = format!("workers {workers} chunk {chunk}");
+            assert!(report.failure.is_none(), "{ctx}: {:?}", report.failure);
+            assert_eq!(
+                (report.rows_read, report.rows_loaded, report.rows_rejected),
+                (5, 3, 2),
+                "{ctx}"
+            );
+            assert_eq!(
+                rejected,
+                [(2, "22P04".to_owned()), (4, "22P04".to_owned())],
+                "{ctx}"
+            );
+            assert_eq!(ids(&db, &table).await, [1, 3, 5], "{ctx}");
+        }
+    }
+    // The server itself refuses the whole file; without --rejects pgtide
+    // stops at the same row with the server's message.
+    let err = db
+        .load_err(&Case::new("id int, v text", CopyFormat::Csv, data))
+        .await;
+    assert!(
+        err.message()
+            .contains(":2: unquoted carriage return found in data"),
+        "{}",
+        err.message()
+    );
+    assert_eq!(err.sqlstate(), Some("22P04"));
+}
+
+/// A tiny deterministic generator (xorshift), so that failures repeat.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A random CSV file in one line-ending style, full of quoted `\r`, `\n`
+/// and `\r\n` (so chunks often start with a multi-line row), with some
+/// rows the server rejects. Returns the bytes, the good ids and the
+/// 1-based records of the bad rows.
+fn random_file(rng: &mut Rng) -> (Vec<u8>, BTreeSet<i32>, Vec<u64>) {
+    let eol: &[u8] = [&b"\n"[..], b"\r\n", b"\r"][rng.below(3) as usize];
+    let breaks: [&[u8]; 3] = [b"\n", b"\r\n", b"\r"];
+    let mut data = Vec::new();
+    let mut good = BTreeSet::new();
+    let mut bad = Vec::new();
+    let rows = 10 + rng.below(30) as i32;
+    for id in 1..=rows {
+        if rng.below(5) == 0 {
+            data.extend_from_slice(format!("x{id},").as_bytes());
+            bad.push(id as u64);
+        } else {
+            data.extend_from_slice(format!("{id},").as_bytes());
+            good.insert(id);
+        }
+        if rng.below(2) == 0 {
+            data.push(b'"');
+            for _ in 0..rng.below(3) {
+                data.extend_from_slice(b"v");
+                data.extend_from_slice(breaks[rng.below(3) as usize]);
+            }
+            data.extend_from_slice(b"\"\"w\"");
+        } else {
+            data.extend_from_slice(b"plain");
+        }
+        if id < rows || rng.below(2) == 0 {
+            data.extend_from_slice(eol);
+        }
+    }
+    (data, good, bad)
+}
+
+#[tokio::test]
+async fn random_files_with_quoted_line_breaks_map_every_error_exactly() {
+    let db = Db::start().await;
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut n = 0;
+    for _ in 0..8 {
+        let (data, good, bad) = random_file(&mut rng);
+        for (workers, chunk) in [(1, 1), (1, 17), (3, 40), (2, 1 << 20)] {
+            n += 1;
+            let table = format!("r{n}");
+            db.client
+                .batch_execute(&format!("CREATE TABLE {table} (id int, v text)"))
+                .await
+                .unwrap();
+            let (report, rejected) =
+                load_with_rejects(&db, &table, &data, workers, chunk, Header::None).await;
+            let ctx = format!(
+                "workers {workers} chunk {chunk} file {:?}",
+                String::from_utf8_lossy(&data)
+            );
+            assert!(report.failure.is_none(), "{ctx}: {:?}", report.failure);
+            let got: Vec<u64> = rejected.iter().map(|r| r.0).collect();
+            assert_eq!(got, bad, "{ctx}");
+            let loaded: BTreeSet<i32> = ids(&db, &table).await.into_iter().collect();
+            assert_eq!(loaded, good, "{ctx}");
+            assert_eq!(report.rows_loaded as usize, good.len(), "{ctx}");
+        }
+    }
+}
