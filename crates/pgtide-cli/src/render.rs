@@ -45,17 +45,7 @@ pub fn load_summary(r: &Report, json: bool) {
         println!("{v}");
         return;
     }
-    let see = r
-        .rejects_path
-        .as_ref()
-        .map(|p| format!(" (see {p})"))
-        .unwrap_or_default();
-    println!(
-        "loaded {} rows, rejected {} rows{see}, read {} rows",
-        thousands(r.rows_loaded),
-        thousands(r.rows_rejected),
-        thousands(r.rows_read),
-    );
+    println!("{}", rows_line(r));
     println!(
         "into {} in {:.2} s ({:.0} rows/s, {:.1} MB/s, {} worker{}, method {}, PostgreSQL {})",
         r.table,
@@ -81,6 +71,27 @@ pub fn load_summary(r: &Report, json: bool) {
             );
         }
     }
+}
+
+/// `loaded N rows, rejected N rows (see FILE)[, skipped by the table: N],
+/// read N rows`; the skipped part only when the table's triggers dropped
+/// rows, so the common line stays as it was.
+fn rows_line(r: &Report) -> String {
+    let see = r
+        .rejects_path
+        .as_ref()
+        .map(|p| format!(" (see {p})"))
+        .unwrap_or_default();
+    let skipped = match r.rows_skipped_by_table {
+        0 => String::new(),
+        n => format!(", skipped by the table: {}", thousands(n)),
+    };
+    format!(
+        "loaded {} rows, rejected {} rows{see}{skipped}, read {} rows",
+        thousands(r.rows_loaded),
+        thousands(r.rows_rejected),
+        thousands(r.rows_read),
+    )
 }
 
 /// A progress bar on stderr, drawn only when stderr is a terminal.

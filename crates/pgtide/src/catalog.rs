@@ -132,3 +132,15 @@ pub async fn server_major(client: &Client) -> Result<u32> {
         .map(|n| n / 10000)
         .map_err(|_| Error::bug(format!("unexpected server_version_num {num:?}")))
 }
+
+/// Whether inserting into the relation `oid` can drop rows on purpose (a
+/// BEFORE or INSTEAD OF row trigger on INSERT, on it or on a partition;
+/// with `inserts`, an INSTEAD rule too): only then may the server count
+/// fewer rows than were sent without it being a bug. See
+/// `sql/skips_rows.sql`.
+pub async fn may_skip_rows(client: &Client, oid: Oid, inserts: bool) -> Result<bool> {
+    let row = client
+        .query_one(include_str!("../sql/skips_rows.sql"), &[&oid, &inserts])
+        .await?;
+    Ok(row.get(0))
+}

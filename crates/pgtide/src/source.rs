@@ -9,6 +9,7 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -103,6 +104,46 @@ fn open_file(name: &str) -> Result<(File, u64)> {
             .with_hint("give a file path, or - to read stdin"));
     }
     Ok((file, meta.len()))
+}
+
+/// The decompressed bytes a [`Source`] has handed out, counted apart from
+/// whoever reads them, so that what the chunker cut can be checked against
+/// it (`load::invariants::check_bytes`).
+#[derive(Debug, Clone, Default)]
+pub struct ByteCount(Arc<AtomicU64>);
+
+impl ByteCount {
+    /// Bytes counted so far.
+    pub fn get(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+}
+
+impl Source {
+    /// Counts the decompressed bytes read from `reader` from now on.
+    pub fn count_decompressed(&mut self) -> ByteCount {
+        let count = ByteCount::default();
+        let inner = std::mem::replace(&mut self.reader, Box::new(io::empty()));
+        self.reader = Box::new(CountedOut {
+            inner,
+            count: count.clone(),
+        });
+        count
+    }
+}
+
+/// Counts decompressed bytes as they are read.
+struct CountedOut {
+    inner: Box<dyn Read + Send>,
+    count: ByteCount,
+}
+
+impl Read for CountedOut {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.0.fetch_add(n as u64, Relaxed);
+        Ok(n)
+    }
 }
 
 /// Counts bytes as they are read.

@@ -33,6 +33,7 @@ use tokio_postgres::Client;
 use super::binary;
 use super::copy::{copy_bytes, Framing};
 use super::insert;
+use super::invariants::check_count;
 pub use super::setup::MethodSetup;
 use crate::copyopts::CopyFormat;
 use crate::error::{Error, Result};
@@ -148,6 +149,12 @@ pub struct LoaderSpec {
     /// The COPY statement with `ON_ERROR ignore` (PostgreSQL 17+, text or
     /// CSV, with `--rejects`): type errors are skipped in one pass.
     pub on_error_sql: Option<String>,
+    /// The target may drop rows on purpose: it (or, when partitioned, a
+    /// partition) has a BEFORE or INSTEAD OF row trigger on INSERT, whose
+    /// function may return NULL (or, for the INSERT methods, an INSTEAD
+    /// rule). Only then may the server count fewer rows than were sent
+    /// ([`check_count`]).
+    pub table_may_skip: bool,
 }
 
 impl LoaderSpec {
@@ -223,6 +230,11 @@ pub struct Loader {
     notices: Option<crate::conn::Notices>,
     /// Records of the last batch that `ON_ERROR ignore` skipped.
     skipped: Vec<u64>,
+    /// Rows of committed batches that the table dropped on purpose (its
+    /// triggers), not yet taken by [`Loader::take_skipped_by_table`].
+    skipped_by_table: u64,
+    /// A committed batch whose server count [`check_count`] refused.
+    bug: Option<Error>,
 }
 
 /// A batch whose `COMMIT` got no answer.
@@ -232,6 +244,8 @@ pub struct InDoubt {
     pub xid: i64,
     /// Rows it inserted, if it committed.
     pub rows: u64,
+    /// Rows the table dropped on purpose, if it committed.
+    pub skipped_by_table: u64,
 }
 
 impl Loader {
@@ -244,6 +258,8 @@ impl Loader {
             in_doubt: None,
             notices: None,
             skipped: Vec::new(),
+            skipped_by_table: 0,
+            bug: None,
         }
     }
 
@@ -264,6 +280,26 @@ impl Loader {
     /// with `ON_ERROR ignore`; they are neither loaded nor rejected yet.
     pub fn take_skipped(&mut self) -> Vec<u64> {
         std::mem::take(&mut self.skipped)
+    }
+
+    /// Rows that committed batches sent but the table dropped on purpose
+    /// (BEFORE trigger returning NULL) since the last call: neither
+    /// loaded nor rejected, "skipped by the table".
+    pub fn take_skipped_by_table(&mut self) -> u64 {
+        std::mem::take(&mut self.skipped_by_table)
+    }
+
+    /// A committed batch whose server row count cannot be explained: the
+    /// load must stop with this error (kind `Bug`). The batch stays
+    /// committed, so every count reported is what the server did.
+    pub fn take_bug(&mut self) -> Option<Error> {
+        self.bug.take()
+    }
+
+    /// Counts the rows the table dropped in a batch whose commit was in
+    /// doubt and turned out committed (it is settled on a new loader).
+    pub fn committed_in_doubt(&mut self, d: InDoubt) {
+        self.skipped_by_table += d.skipped_by_table;
     }
 
     /// The batch whose commit is in doubt after the last `load` failed
@@ -300,25 +336,52 @@ impl Loader {
             });
         let result = self.run(batch).await;
         match result {
-            Ok(rows) => match self.client.batch_execute("COMMIT").await {
-                Ok(()) => Ok(rows),
-                Err(error) => {
-                    let unknown = crate::error::classify(&error) == crate::error::Class::Connection;
-                    if unknown {
-                        self.in_doubt = xid.map(|xid| InDoubt { xid, rows });
-                    }
-                    Err(BatchError {
-                        record: None,
-                        commit_unknown: unknown,
-                        error,
-                    })
-                }
-            },
+            Ok(rows) => {
+                let on_error = self.skipped.len() as u64;
+                let counted = check_count(batch.records, rows, on_error, self.spec.table_may_skip);
+                self.commit(xid, rows, counted).await
+            }
             Err(e) => {
                 // The transaction is aborted; end it (a broken connection
                 // ends it anyway).
                 let _ = self.client.batch_execute("ROLLBACK").await;
                 Err(e)
+            }
+        }
+    }
+
+    /// Commits a batch whose statements succeeded with `rows` rows, of
+    /// which `counted` says how many the table dropped (or why the count
+    /// is a bug). The counts are taken only once the commit succeeded.
+    async fn commit(
+        &mut self,
+        xid: Option<i64>,
+        rows: u64,
+        counted: Result<u64>,
+    ) -> Result<u64, BatchError> {
+        match self.client.batch_execute("COMMIT").await {
+            Ok(()) => {
+                match counted {
+                    Ok(n) => self.skipped_by_table += n,
+                    Err(bug) => self.bug = Some(bug),
+                }
+                Ok(rows)
+            }
+            Err(error) => {
+                let unknown = crate::error::classify(&error) == crate::error::Class::Connection;
+                if unknown {
+                    let skipped_by_table = *counted.as_ref().unwrap_or(&0);
+                    self.in_doubt = xid.map(|xid| InDoubt {
+                        xid,
+                        rows,
+                        skipped_by_table,
+                    });
+                }
+                Err(BatchError {
+                    record: None,
+                    commit_unknown: unknown,
+                    error,
+                })
             }
         }
     }

@@ -14,7 +14,7 @@ use super::workers::{chunk_error, last_line, new_loader, Done, Failed, Shared};
 use super::RowFailure;
 use crate::chunk::Chunk;
 use crate::conn::Target;
-use crate::error::{classify, Class};
+use crate::error::{classify, Class, Error};
 use crate::progress::Progress;
 use crate::reject::isolate::{isolate, Start};
 
@@ -70,7 +70,8 @@ pub(super) async fn work(
                 false
             }
         };
-        if !ok {
+        let counted = counted_by_server(&mut loader, &ctx, &chunk);
+        if !ok || !counted {
             rx.close();
             break;
         }
@@ -139,6 +140,31 @@ fn finished(
     }
 }
 
+/// Settles what the server's row counts said about the chunk's committed
+/// batches (`invariants::check_count`, run by the loader): rows the table
+/// dropped on purpose are counted; a count that no trigger explains stops
+/// the load as a bug (false), placed at the chunk's lines.
+fn counted_by_server(loader: &mut Loader, ctx: &Ctx, chunk: &Chunk) -> bool {
+    let skipped = loader.take_skipped_by_table();
+    let bug = loader.take_bug();
+    let mut s = ctx.shared.lock().expect("worker state");
+    s.skipped_by_table += skipped;
+    let Some(bug) = bug else { return true };
+    let error = Error::bug(format!(
+        "{}: lines {}-{}: {}",
+        chunk.input,
+        chunk.first_line,
+        last_line(chunk),
+        bug.message()
+    ));
+    s.failed.push(Failed {
+        seq: chunk.seq,
+        error,
+        row: None,
+    });
+    false
+}
+
 /// Loads a batch; after a broken connection, reconnects with backoff and
 /// retries, never loading a row twice: when the break hid the answer to
 /// `COMMIT`, the new connection asks the server what became of that
@@ -170,6 +196,7 @@ async fn load_reconnecting(
             match commit_status(&client, d).await {
                 Some(true) => {
                     *loader = new_loader(client, notices, &ctx.spec);
+                    loader.committed_in_doubt(d);
                     return Ok(d.rows);
                 }
                 Some(false) => {}

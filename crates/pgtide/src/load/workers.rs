@@ -50,6 +50,8 @@ pub(super) struct Plan {
     pub max_rejects: Option<u64>,
     /// COPY with `ON_ERROR ignore` (PostgreSQL 17+ with `--rejects`).
     pub on_error_sql: Option<String>,
+    /// The target's triggers may drop rows (`catalog::may_skip_rows`).
+    pub table_may_skip: bool,
     /// Columns, NULL spelling, `--sql` and `--batch-rows` for the methods.
     pub method_setup: super::method::MethodSetup,
 }
@@ -59,6 +61,7 @@ pub(super) struct Outcome {
     pub rows_read: u64,
     pub rows_loaded: u64,
     pub rows_rejected: u64,
+    pub rows_skipped_by_table: u64,
     pub bytes: u64,
     pub chunks: u64,
     pub committed: Vec<LineRange>,
@@ -90,6 +93,8 @@ pub(super) struct Shared {
     pub rejects: Option<RejectFile>,
     pub loaded: u64,
     pub rejected: u64,
+    /// Rows the table dropped on purpose (its triggers).
+    pub skipped_by_table: u64,
     pub bytes: u64,
 }
 
@@ -124,6 +129,7 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         relname: plan.relname.clone(),
         setup: Arc::new(plan.method_setup.clone()),
         on_error_sql: plan.on_error_sql.clone(),
+        table_may_skip: plan.table_may_skip,
     };
     // Checked on a loader's own connection: its session is the loaders'.
     let method_notes = match clients.first() {
@@ -256,6 +262,7 @@ fn summarize(shared: Arc<Mutex<Shared>>, read: Result<ReadStats>) -> Outcome {
         rows_read,
         rows_loaded: s.loaded,
         rows_rejected,
+        rows_skipped_by_table: s.skipped_by_table,
         bytes: s.bytes,
         chunks: s
             .done
@@ -384,7 +391,9 @@ fn read_all(
     let mode = header_mode(plan.header);
     check_later_headers(plan)?;
     for input in &plan.inputs {
-        let source = Source::open_counted(input, Some(progress.clone()))?;
+        let mut source = Source::open_counted(input, Some(progress.clone()))?;
+        let read = source.count_decompressed();
+        let mut cut = 0u64;
         let mut chunker = Chunker::new(
             input,
             source.reader,
@@ -406,6 +415,7 @@ fn read_all(
                 }
             }
             stats.rows += chunk.records;
+            cut += chunk.data.len() as u64;
             Progress::add(&progress.rows_read, chunk.records);
             if tx.send_blocking(chunk).is_err() {
                 return Ok(stats); // a worker failed; stop reading
@@ -414,6 +424,7 @@ fn read_all(
         if first {
             check_header(plan, input, chunker.header())?;
         }
+        check_input_bytes(input, &chunker, cut, read.get())?;
         if chunker.ended_by_marker() && plan.format != CopyFormat::Binary {
             stats.notes.push(format!(
                 "{input}: reading stopped at an end-of-data marker (\\.), as COPY does; \
@@ -426,6 +437,19 @@ fn read_all(
         let _ = ready.send(None);
     }
     Ok(stats)
+}
+
+/// An input read to its end: its header and chunks (and, after an end
+/// marker, the rest) are exactly the bytes the source produced.
+fn check_input_bytes(input: &str, chunker: &Chunker, cut: u64, read: u64) -> Result<()> {
+    let header = chunker.header().map_or(0, |h| h.len() as u64);
+    // Bytes after the last chunk are legitimate only after an end marker.
+    let after_end = if chunker.ended_by_marker() {
+        chunker.unconsumed() as u64
+    } else {
+        0
+    };
+    super::invariants::check_bytes(input, header, cut, after_end, read)
 }
 
 fn header_mode(header: Header) -> HeaderMode {
