@@ -45,6 +45,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Load(a) => cmd::load::run(a).await,
+            Command::Export(a) => cmd::export::run(a).await,
             Command::Server { action } => cmd::server::run(action).await,
             Command::Bench(a) => cmd::bench::run(a).await,
             Command::Demo(a) => cmd::demo::run(a).await,

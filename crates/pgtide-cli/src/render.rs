@@ -103,6 +103,11 @@ pub struct ProgressBar {
 impl ProgressBar {
     /// Starts drawing from `progress` every 200 ms.
     pub fn start(progress: Arc<Progress>) -> ProgressBar {
+        ProgressBar::spawn(progress, draw)
+    }
+
+    /// Starts `draw` on its own thread when stderr is a terminal.
+    fn spawn(progress: Arc<Progress>, draw: fn(&Progress, &AtomicBool)) -> ProgressBar {
         let stop = Arc::new(AtomicBool::new(false));
         if !std::io::stderr().is_terminal() {
             return ProgressBar { stop, thread: None };
@@ -153,6 +158,85 @@ fn draw(p: &Progress, stop: &AtomicBool) {
             msg.push_str(&format!(" [workers: {}]", per.join(" ")));
         }
         bar.set_message(msg);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    bar.finish_and_clear();
+}
+
+/// The end-of-export summary: one human line (and notes), or a JSON
+/// object; on stdout, or on stderr when the data went to stdout.
+pub fn export_summary(r: &pgtide::export::ExportReport, json: bool) {
+    let text = if json {
+        let mut v = serde_json::to_value(r).unwrap_or_default();
+        v["rows_per_sec"] = serde_json::json!(r.rows_per_sec());
+        v["mb_per_sec"] = serde_json::json!(r.mb_per_sec());
+        v.to_string()
+    } else {
+        let mut s = format!(
+            "exported {} rows from {} to {} ({} bytes, {}{}) in {:.2} s \
+             ({:.0} rows/s, {:.1} MB/s, {} worker{}, PostgreSQL {})",
+            thousands(r.rows),
+            r.source,
+            if r.output == "-" { "stdout" } else { &r.output },
+            thousands(r.bytes),
+            r.format,
+            if r.compression == "none" {
+                String::new()
+            } else {
+                format!(", {}", r.compression)
+            },
+            r.seconds,
+            r.rows_per_sec(),
+            r.mb_per_sec(),
+            r.workers,
+            if r.workers == 1 { "" } else { "s" },
+            r.server_version,
+        );
+        for note in &r.notes {
+            s.push_str(&format!("\nnote: {note}"));
+        }
+        s
+    };
+    if r.output == "-" {
+        eprintln!("{text}");
+    } else {
+        println!("{text}");
+    }
+}
+
+impl ProgressBar {
+    /// Starts drawing an export's progress: rows against the planner's
+    /// estimate when there is one, and bytes received.
+    pub fn start_export(progress: Arc<Progress>) -> ProgressBar {
+        ProgressBar::spawn(progress, draw_export)
+    }
+}
+
+fn draw_export(p: &Progress, stop: &AtomicBool) {
+    let total = Progress::get(&p.total_rows);
+    let bar = indicatif::ProgressBar::with_draw_target(
+        (total > 0).then_some(total),
+        indicatif::ProgressDrawTarget::stderr_with_hz(5),
+    );
+    let template = if total > 0 {
+        "{bar:30} {human_pos}/~{human_len} rows {msg} ETA {eta}"
+    } else {
+        "{spinner} {human_pos} rows {msg}"
+    };
+    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
+    while !stop.load(Ordering::Relaxed) {
+        let rows = Progress::get(&p.rows_read);
+        // The estimate can be low: never draw past the end.
+        if total > 0 && rows > total {
+            bar.set_length(rows);
+        }
+        bar.set_position(rows);
+        bar.set_message(format!(
+            "{:.1} MB",
+            Progress::get(&p.read_bytes) as f64 / 1e6
+        ));
         std::thread::sleep(Duration::from_millis(200));
     }
     bar.finish_and_clear();

@@ -135,6 +135,40 @@ impl CopyOptions {
     /// [`CopyOptions::copy_from_sql`] with `extra` options appended (such
     /// as `ON_ERROR ignore`).
     pub fn copy_from_sql_with(&self, table: &str, columns: Option<&str>, extra: &[&str]) -> String {
+        let mut opts = self.option_list();
+        let list = |cols: &[String]| cols.iter().map(|c| quote(c)).collect::<Vec<_>>().join(", ");
+        if !self.force_null.is_empty() {
+            opts.push(format!("FORCE_NULL ({})", list(&self.force_null)));
+        }
+        if !self.force_not_null.is_empty() {
+            opts.push(format!("FORCE_NOT_NULL ({})", list(&self.force_not_null)));
+        }
+        if let Some(e) = &self.encoding {
+            opts.push(format!("ENCODING {}", quote_literal(e)));
+        }
+        opts.extend(extra.iter().map(|e| e.to_string()));
+        let cols = columns.map(|c| format!(" ({c})")).unwrap_or_default();
+        format!("COPY {table}{cols} FROM STDIN WITH ({})", opts.join(", "))
+    }
+
+    /// `COPY (<query>) TO STDOUT WITH (...)` for an export: `HEADER true`
+    /// when `header` is not [`Header::None`] (the server writes it), then
+    /// `extra` (such as `FORCE_QUOTE *`). FORCE_NULL and FORCE_NOT_NULL
+    /// are input options and are not written.
+    pub fn copy_to_sql(&self, query: &str, extra: &[String]) -> String {
+        let mut opts = self.option_list();
+        if self.header != Header::None {
+            opts.insert(1, "HEADER true".to_owned());
+        }
+        opts.extend(extra.iter().cloned());
+        if let Some(e) = &self.encoding {
+            opts.push(format!("ENCODING {}", quote_literal(e)));
+        }
+        format!("COPY ({query}) TO STDOUT WITH ({})", opts.join(", "))
+    }
+
+    /// FORMAT, DELIMITER, QUOTE, ESCAPE and NULL, as COPY spells them.
+    fn option_list(&self) -> Vec<String> {
         let mut opts = vec![format!(
             "FORMAT {}",
             match self.format {
@@ -156,19 +190,7 @@ impl CopyOptions {
         if let Some(n) = &self.null {
             opts.push(format!("NULL {}", quote_literal(n)));
         }
-        let list = |cols: &[String]| cols.iter().map(|c| quote(c)).collect::<Vec<_>>().join(", ");
-        if !self.force_null.is_empty() {
-            opts.push(format!("FORCE_NULL ({})", list(&self.force_null)));
-        }
-        if !self.force_not_null.is_empty() {
-            opts.push(format!("FORCE_NOT_NULL ({})", list(&self.force_not_null)));
-        }
-        if let Some(e) = &self.encoding {
-            opts.push(format!("ENCODING {}", quote_literal(e)));
-        }
-        opts.extend(extra.iter().map(|e| e.to_string()));
-        let cols = columns.map(|c| format!(" ({c})")).unwrap_or_default();
-        format!("COPY {table}{cols} FROM STDIN WITH ({})", opts.join(", "))
+        opts
     }
 }
 

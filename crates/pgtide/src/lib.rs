@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod conn;
 pub mod copyopts;
 pub mod error;
+pub mod export;
 pub mod ident;
 pub mod load;
 pub mod progress;

@@ -4,7 +4,7 @@
 //! The library never draws anything: the CLI polls these counters to draw
 //! its progress bar, `bench` ignores them. Counters only grow.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 /// Counters for one load.
 #[derive(Debug, Default)]
@@ -26,8 +26,16 @@ pub struct Progress {
     pub reconnects: AtomicU64,
     /// Rows cut from the input so far.
     pub rows_read: AtomicU64,
-    /// Per worker: rows it has loaded.
+    /// Export: rows expected (the planner's estimate), 0 when unknown.
+    /// An export counts rows and bytes received in `rows_read` and
+    /// `read_bytes`.
+    pub total_rows: AtomicU64,
+    /// Per worker: rows it has loaded (exported).
     pub worker_rows: Vec<AtomicU64>,
+    /// Not a counter but the one control: set by whoever runs the load
+    /// (the CLI, on SIGINT/SIGTERM) to stop it cleanly. The reader stops
+    /// cutting chunks; chunks already handed out commit or roll back.
+    stop: AtomicBool,
 }
 
 impl Progress {
@@ -42,6 +50,16 @@ impl Progress {
     /// Reads a counter.
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Relaxed)
+    }
+
+    /// Asks the load to stop after the chunks already handed out.
+    pub fn request_stop(&self) {
+        self.stop.store(true, Relaxed);
+    }
+
+    /// Whether [`Progress::request_stop`] was called.
+    pub fn stop_requested(&self) -> bool {
+        self.stop.load(Relaxed)
     }
 
     /// Adds to a counter.

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod demo;
+pub mod export;
 pub mod load;
 pub mod server;
 
@@ -22,4 +23,22 @@ pub async fn target_or_embedded(db: Option<&str>) -> pgtide::Result<Target> {
         target.redacted()
     );
     Ok(target)
+}
+
+/// `--delimiter`, `--quote`, `--escape` into `c`: one byte each, with the
+/// escapes people type in shells (`\t`).
+pub fn copy_chars(
+    c: &mut pgtide::copyopts::CopyOptions,
+    delimiter: Option<&str>,
+    quote: Option<&str>,
+    escape: Option<&str>,
+) -> pgtide::Result<()> {
+    let byte = |name, v: Option<&str>| {
+        v.map(|v| pgtide::copyopts::option_byte(name, v))
+            .transpose()
+    };
+    c.delimiter = byte("delimiter", delimiter)?;
+    c.quote = byte("quote", quote)?;
+    c.escape = byte("escape", escape)?;
+    Ok(())
 }

@@ -1,0 +1,367 @@
+//! Where exported bytes go: a file that appears complete or not at all,
+//! or stdout; compressed with gzip or zstd when asked.
+//!
+//! A file is written as `FILE.partial` in the same directory (so the final
+//! rename never crosses file systems), fsynced, renamed over `FILE`, and
+//! the directory is fsynced so the rename survives a crash. If anything
+//! fails, or the [`Output`] is dropped before [`Output::finish`], the
+//! partial file is removed.
+//!
+//! The writes (and the compression) run on one OS thread fed by a bounded
+//! channel, so a slow disk or compressor pushes back on the connections
+//! instead of buffering: at most [`QUEUE_DEPTH`] pieces wait here.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::source::Compression;
+
+/// Pieces (each at most about [`super::receive::PIECE_BYTES`]) queued for
+/// the writer thread: enough to keep it busy while a connection refills,
+/// small enough to stay a few MiB.
+pub const QUEUE_DEPTH: usize = 4;
+
+/// Buffer between the encoder and the file: one large write per 1 MiB.
+const WRITE_BUF: usize = 1 << 20;
+
+/// What the writer thread did.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Written {
+    /// Bytes handed to the output (the COPY data, before compression).
+    pub data_bytes: u64,
+    /// Bytes stored (after compression).
+    pub stored_bytes: u64,
+}
+
+/// An open output. Send pieces with [`Output::send`], then call
+/// [`Output::finish`]; dropping it instead removes the partial file.
+pub struct Output {
+    name: String,
+    tx: Option<mpsc::Sender<Bytes>>,
+    thread: Option<JoinHandle<io::Result<Written>>>,
+    /// `(partial, final)` for files; `None` for stdout.
+    paths: Option<(PathBuf, PathBuf)>,
+}
+
+/// The compression for `name`: `.gz` gzip, `.zst` zstd, else none, unless
+/// `explicit` says otherwise.
+pub fn compression_for(name: &str, explicit: Option<Compression>) -> Compression {
+    if let Some(c) = explicit {
+        return c;
+    }
+    if name.ends_with(".gz") {
+        Compression::Gzip
+    } else if name.ends_with(".zst") {
+        Compression::Zstd
+    } else {
+        Compression::None
+    }
+}
+
+impl Output {
+    /// Creates `name.partial` (or takes stdout for `-`) and starts the
+    /// writer thread. Fails before any server work when the file cannot
+    /// be created.
+    pub fn create(name: &str, compression: Compression) -> Result<Output> {
+        let (sink, paths) = if name == "-" {
+            (Sink::Stdout(io::stdout()), None)
+        } else {
+            let path = PathBuf::from(name);
+            if path.is_dir() {
+                return Err(
+                    Error::new(ErrorKind::Output, format!("{name} is a directory"))
+                        .with_hint("give a file path for --output, or - for stdout"),
+                );
+            }
+            let partial = partial_path(&path);
+            let file = File::create(&partial).map_err(|e| write_error(&partial, e))?;
+            (Sink::File(file), Some((partial, path)))
+        };
+        let (tx, rx) = mpsc::channel::<Bytes>(QUEUE_DEPTH);
+        let thread = std::thread::Builder::new()
+            .name("pgtide-export-writer".into())
+            .spawn(move || write_all(rx, sink, compression))
+            .map_err(|e| Error::bug(format!("cannot start the writer thread: {e}")))?;
+        Ok(Output {
+            name: name.to_owned(),
+            tx: Some(tx),
+            thread: Some(thread),
+            paths,
+        })
+    }
+
+    /// The output as the user named it (`-` for stdout).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Queues `piece` for writing; waits while the queue is full. An
+    /// error means the writer stopped: [`Output::finish`] says why.
+    pub async fn send(&self, piece: Bytes) -> std::result::Result<(), WriterStopped> {
+        match &self.tx {
+            Some(tx) => tx.send(piece).await.map_err(|_| WriterStopped),
+            None => Err(WriterStopped),
+        }
+    }
+
+    /// The writer's error after a failed [`Output::send`] (the partial
+    /// file is removed).
+    pub async fn failure(mut self) -> Error {
+        match self.join().await {
+            Err(e) => e,
+            Ok(_) => Error::bug("the output writer stopped without an error"),
+        }
+    }
+
+    /// Flushes, fsyncs and renames `FILE.partial` to `FILE`.
+    pub async fn finish(mut self) -> Result<Written> {
+        let written = self.join().await?;
+        if let Some((partial, path)) = self.paths.take() {
+            let done = tokio::task::spawn_blocking(move || publish(&partial, &path))
+                .await
+                .map_err(|e| Error::bug(format!("rename task failed: {e}")))?;
+            // On failure `publish` removed the partial file already.
+            done?;
+        }
+        Ok(written)
+    }
+
+    async fn join(&mut self) -> Result<Written> {
+        drop(self.tx.take());
+        let Some(thread) = self.thread.take() else {
+            return Err(Error::bug("output joined twice"));
+        };
+        let result = tokio::task::spawn_blocking(move || thread.join())
+            .await
+            .map_err(|e| Error::bug(format!("writer join failed: {e}")))?;
+        let result = match result {
+            Ok(r) => r,
+            Err(_) => Err(io::Error::other("the writer thread panicked")),
+        };
+        result.map_err(|e| {
+            let shown = match &self.paths {
+                Some((partial, _)) => partial.display().to_string(),
+                None => "stdout".to_owned(),
+            };
+            let err = write_error(Path::new(&shown), e);
+            self.remove_partial();
+            err
+        })
+    }
+
+    fn remove_partial(&mut self) {
+        if let Some((partial, _)) = self.paths.take() {
+            let _ = std::fs::remove_file(partial);
+        }
+    }
+}
+
+impl Drop for Output {
+    /// Not finished: stop the writer and remove the partial file.
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.remove_partial();
+    }
+}
+
+/// The writer thread stopped; its error is returned by
+/// [`Output::failure`].
+#[derive(Debug)]
+pub struct WriterStopped;
+
+/// `dir/name` -> `dir/name.partial`.
+pub fn partial_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".partial");
+    path.with_file_name(name)
+}
+
+/// Counts the bytes that reach the sink (after compression).
+struct Counting<W> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The writer thread: pieces -> encoder -> buffered sink; at the end the
+/// encoder is finished (its errors seen, not lost in a drop) and a file
+/// is fsynced.
+fn write_all(
+    mut rx: mpsc::Receiver<Bytes>,
+    sink: Sink,
+    compression: Compression,
+) -> io::Result<Written> {
+    let counting = Counting {
+        inner: BufWriter::with_capacity(WRITE_BUF, sink),
+        bytes: 0,
+    };
+    let mut encoder = match compression {
+        Compression::None => Encoder::Plain(counting),
+        Compression::Gzip => Encoder::Gzip(flate2::write::GzEncoder::new(
+            counting,
+            flate2::Compression::default(),
+        )),
+        Compression::Zstd => Encoder::Zstd(zstd::stream::write::Encoder::new(counting, 3)?),
+    };
+    let mut data_bytes = 0u64;
+    while let Some(piece) = rx.blocking_recv() {
+        data_bytes += piece.len() as u64;
+        encoder.write_all(&piece)?;
+    }
+    let mut counting = encoder.finish()?;
+    counting.flush()?;
+    let stored_bytes = counting.bytes;
+    match counting.inner.into_inner().map_err(|e| e.into_error())? {
+        Sink::File(f) => f.sync_all()?,
+        Sink::Stdout(mut s) => s.flush()?,
+    }
+    Ok(Written {
+        data_bytes,
+        stored_bytes,
+    })
+}
+
+/// The bytes' destination.
+enum Sink {
+    File(File),
+    Stdout(io::Stdout),
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sink::File(f) => f.write(buf),
+            Sink::Stdout(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sink::File(f) => f.flush(),
+            Sink::Stdout(s) => s.flush(),
+        }
+    }
+}
+
+type Counted = Counting<BufWriter<Sink>>;
+
+enum Encoder {
+    Plain(Counted),
+    Gzip(flate2::write::GzEncoder<Counted>),
+    Zstd(zstd::stream::write::Encoder<'static, Counted>),
+}
+
+impl Encoder {
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Encoder::Plain(w) => w.write_all(buf),
+            Encoder::Gzip(w) => w.write_all(buf),
+            Encoder::Zstd(w) => w.write_all(buf),
+        }
+    }
+
+    /// Writes the compressor's trailer and returns the sink.
+    fn finish(self) -> io::Result<Counted> {
+        match self {
+            Encoder::Plain(w) => Ok(w),
+            Encoder::Gzip(w) => w.finish(),
+            Encoder::Zstd(w) => w.finish(),
+        }
+    }
+}
+
+/// Renames `partial` to `path` and fsyncs the directory. Removes
+/// `partial` on failure.
+fn publish(partial: &Path, path: &Path) -> Result<()> {
+    // The writer thread fsynced the file's data already.
+    let result = (|| {
+        std::fs::rename(partial, path)?;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        File::open(dir)?.sync_all()
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(partial);
+        write_error(partial, e)
+    })
+}
+
+/// An I/O error on the output with what to do about it.
+pub fn write_error(path: &Path, e: io::Error) -> Error {
+    let shown = path.display();
+    let hint = match e.kind() {
+        io::ErrorKind::PermissionDenied => format!(
+            "pgtide writes {shown} (renamed when complete) and needs write permission on its \
+             directory; choose another --output or fix the permissions"
+        ),
+        io::ErrorKind::NotFound => {
+            "the output's directory does not exist; create it or choose another --output".into()
+        }
+        io::ErrorKind::BrokenPipe => "the program reading pgtide's output stopped early".into(),
+        _ if e.raw_os_error() == Some(libc::ENOSPC) || e.raw_os_error() == Some(libc::EDQUOT) => {
+            "the disk (or quota) is full: free space, write to another file system, or compress \
+             with a .zst or .gz output name"
+                .into()
+        }
+        _ => "check the output path and the file system".into(),
+    };
+    Error::new(ErrorKind::Output, format!("cannot write {shown}: {e}"))
+        .with_hint(hint)
+        .with_source(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_is_in_the_same_directory() {
+        assert_eq!(
+            partial_path(Path::new("/a/b/out.csv.gz")),
+            PathBuf::from("/a/b/out.csv.gz.partial")
+        );
+        assert_eq!(partial_path(Path::new("x")), PathBuf::from("x.partial"));
+    }
+
+    #[test]
+    fn compression_by_name_unless_explicit() {
+        assert_eq!(compression_for("a.csv.gz", None), Compression::Gzip);
+        assert_eq!(compression_for("a.zst", None), Compression::Zstd);
+        assert_eq!(compression_for("a.csv", None), Compression::None);
+        assert_eq!(
+            compression_for("-", Some(Compression::Zstd)),
+            Compression::Zstd
+        );
+    }
+
+    #[test]
+    fn full_disk_says_so() {
+        let e = write_error(
+            Path::new("/x/out.csv.partial"),
+            io::Error::from_raw_os_error(libc::ENOSPC),
+        );
+        assert_eq!(e.kind(), ErrorKind::Output);
+        assert!(e.message().contains("No space left"), "{}", e.message());
+        assert!(e.hint().unwrap().contains("full"));
+    }
+}
