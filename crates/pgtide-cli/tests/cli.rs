@@ -1,43 +1,12 @@
 //! End-to-end through the `pgtide` binary: stdin, exit codes, `error:` and
 //! `hint:` lines, JSON summary, no panics, no passwords.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
 
+use std::process::Output;
+
+use common::{cluster, pgtide, psql, text};
 use pgtide::cluster::{Cluster, ClusterOptions, PgBin};
-
-fn pgtide(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pgtide"))
-        .args(args)
-        .env_remove("PGHOST")
-        .env_remove("PGPASSWORD")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run pgtide");
-    child.stdin.take().unwrap().write_all(stdin).ok();
-    child.wait_with_output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn cluster() -> Cluster {
-    let bin = PgBin::for_tests().expect("PostgreSQL binaries");
-    Cluster::temp(&bin, ClusterOptions::default()).expect("throwaway cluster")
-}
-
-fn psql(c: &Cluster, sql: &str) -> String {
-    let out = c
-        .psql()
-        .args(["-X", "-A", "-t", "-c", sql])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    text(&out.stdout).trim().to_owned()
-}
 
 #[test]
 fn loads_stdin_with_a_column_subset_and_prints_json() {

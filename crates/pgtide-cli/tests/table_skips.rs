@@ -1,43 +1,13 @@
 //! Rows dropped by the table's own BEFORE INSERT trigger: exit 0, and the
 //! summary (human and JSON) says how many were skipped by the table.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-use pgtide::cluster::{Cluster, ClusterOptions, PgBin};
-
-fn pgtide(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pgtide"))
-        .args(args)
-        .env_remove("PGHOST")
-        .env_remove("PGPASSWORD")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run pgtide");
-    child.stdin.take().unwrap().write_all(stdin).ok();
-    child.wait_with_output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn psql(c: &Cluster, sql: &str) -> String {
-    let out = c
-        .psql()
-        .args(["-X", "-A", "-t", "-c", sql])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    text(&out.stdout).trim().to_owned()
-}
+use common::{cluster, pgtide, psql, text};
 
 #[test]
 fn rows_a_trigger_drops_are_reported_as_skipped_by_the_table() {
-    let bin = PgBin::for_tests().expect("PostgreSQL binaries");
-    let c = Cluster::temp(&bin, ClusterOptions::default()).expect("throwaway cluster");
+    let c = cluster();
     psql(
         &c,
         "CREATE TABLE t (id int, v text);
