@@ -438,7 +438,8 @@ fn line_endings_follow_the_first_record() {
     use pgtide_copyfmt::scan::{records_with, Eol, EolError};
     let cr = EolError::CarriageReturn;
     let nl = EolError::Newline;
-    let cases: [(Dialect, &[u8], &[(usize, Option<EolError>)]); 8] = [
+    type Ends = &'static [(usize, Option<EolError>)];
+    let cases: [(Dialect, &[u8], Ends); 8] = [
         (
             Dialect::csv(),
             b"id,v\r1,a\r2,b\r3,c\r",

@@ -21,6 +21,8 @@ pub(crate) const EXIT_REJECTS: u8 = 1;
 pub(crate) const EXIT_ERROR: u8 = 2;
 /// Stopped: more rows were rejected than --max-rejects allows.
 pub(crate) const EXIT_REJECT_LIMIT: u8 = 3;
+/// Stopped by SIGINT/SIGTERM (128 + 2, the shell's convention for Ctrl-C).
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
     // A panic is a bug in pgtide; even then the user gets one `error:` line

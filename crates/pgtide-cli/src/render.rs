@@ -20,6 +20,14 @@ pub fn error(e: &pgtide::Error) {
     }
 }
 
+/// The first Ctrl-C: say what happens now, and how to abort at once.
+pub fn stopping() {
+    eprintln!(
+        "\npgtide: stopping: no new chunk will start; chunks in progress commit or roll back \
+         (Ctrl-C again to abort at once)"
+    );
+}
+
 /// `1234567` -> `1,234,567`.
 pub fn thousands(n: u64) -> String {
     let s = n.to_string();

@@ -29,6 +29,13 @@ const READ_SIZE: usize = 256 * 1024;
 /// that a failed chunk is cheap to isolate. See docs/benchmarks.md.
 pub const DEFAULT_CHUNK_BYTES: usize = 4 << 20;
 
+/// Default cap on one record's size. A chunk must hold whole records, so
+/// the longest record is what memory holds beyond the chunks; without a
+/// cap an unmatched quote near the start would buffer the whole input.
+/// 256 MiB is far above real rows and a quarter of PostgreSQL's own 1 GB
+/// limit per field (`--max-record-bytes` raises it).
+pub const DEFAULT_MAX_RECORD_BYTES: usize = 256 << 20;
+
 /// A run of whole records from one input.
 #[derive(Debug, Clone)]
 pub struct Chunk {
@@ -87,6 +94,7 @@ pub struct Chunker {
     header: Option<Bytes>,
     header_done: bool,
     target: usize,
+    max_record: usize,
     buf: BytesMut,
     /// Bytes of `buf` already fed to the scanner.
     scanned: usize,
@@ -123,6 +131,7 @@ impl Chunker {
             header: None,
             header_done: false,
             target: target.max(1),
+            max_record: DEFAULT_MAX_RECORD_BYTES,
             buf: BytesMut::new(),
             scanned: 0,
             cut: None,
@@ -134,6 +143,12 @@ impl Chunker {
             done: false,
             next_seq: first_seq,
         }
+    }
+
+    /// Caps a record's size at `bytes` (see [`DEFAULT_MAX_RECORD_BYTES`]).
+    pub fn max_record(mut self, bytes: usize) -> Chunker {
+        self.max_record = bytes.max(1);
+        self
     }
 
     /// The header record (text/CSV, with its terminator) or the binary
@@ -178,6 +193,7 @@ impl Chunker {
                 ))
                 .with_hint("check --format; this file is not valid for it"));
             }
+            self.check_record_size()?;
             if let Some(cut) = self.cut {
                 if cut.offset >= self.target || self.scanner.end_of_data() {
                     return Ok(Some(self.take(cut)));
@@ -188,6 +204,23 @@ impl Chunker {
             }
             self.fill()?;
         }
+    }
+
+    /// The record being read (after the last boundary) must stay within
+    /// `max_record` bytes: fails with the line and byte where it started.
+    fn check_record_size(&self) -> Result<()> {
+        let start = self.cut.map_or(0, |c| c.offset);
+        let pending = self.scanned.saturating_sub(start);
+        if pending <= self.max_record {
+            return Ok(());
+        }
+        let line = self.line + self.cut.map_or(0, |c| c.lines);
+        Err(record_too_long(
+            &self.input,
+            line,
+            self.byte + start as u64,
+            self.max_record,
+        ))
     }
 
     /// Reads once into the buffer; sets `eof` when the source is drained.
@@ -319,6 +352,9 @@ impl Chunker {
             }
             lines += self.count_lines(from, self.buf.len());
             self.scanned = self.buf.len();
+            if self.scanned > self.max_record {
+                return Err(record_too_long(&self.input, 1, 0, self.max_record));
+            }
             if self.eof || self.fill()? == 0 {
                 // A file that is nothing but a header (or empty).
                 self.header = Some(self.buf.split().freeze());
@@ -386,6 +422,18 @@ impl Chunker {
         self.byte += chunk.data.len() as u64;
         chunk
     }
+}
+
+fn record_too_long(input: &str, line: u64, byte: u64, max: usize) -> Error {
+    Error::input(format!(
+        "{input}:{line}: the record starting here (byte {byte}) is longer than \
+         --max-record-bytes ({max} bytes)"
+    ))
+    .with_hint(
+        "an unmatched quote makes the rest of a file one record: check that line and \
+         --quote/--escape/--format; a record that really is this long loads with a \
+         larger --max-record-bytes",
+    )
 }
 
 #[cfg(test)]
@@ -501,6 +549,56 @@ mod tests {
         let data = b"1\ta\\\nb\n2\t\\\\\n3\t\\N\n4\tx\n";
         check(data, Dialect::text(), HeaderMode::None);
         check(data, Dialect::text(), HeaderMode::Consume);
+    }
+
+    /// Issue 8 C11: an unmatched quote does not buffer the whole input;
+    /// the error names the line where the runaway record starts.
+    #[test]
+    fn a_record_longer_than_the_cap_fails_with_its_first_line() {
+        let mut data = b"h\n1,a\n2,\"b\n".to_vec();
+        data.extend(std::iter::repeat_n(b'x', 5000));
+        let reader = Trickle {
+            data,
+            pos: 0,
+            step: 100,
+        };
+        let mut c = Chunker::new(
+            "in",
+            Box::new(reader),
+            Dialect::csv(),
+            HeaderMode::Consume,
+            64,
+            0,
+        )
+        .max_record(1000);
+        let e = loop {
+            match c.next_chunk() {
+                Ok(Some(_)) => {}
+                Ok(None) => panic!("must fail"),
+                Err(e) => break e,
+            }
+        };
+        assert!(e.message().starts_with("in:3: "), "{}", e.message());
+        assert!(e.message().contains("byte 6"), "{}", e.message());
+        // The same input loads whole under a larger cap.
+        let mut data = b"1,\"".to_vec();
+        data.extend(std::iter::repeat_n(b'x', 5000));
+        data.extend_from_slice(b"\"\n");
+        let reader = Trickle {
+            data,
+            pos: 0,
+            step: 100,
+        };
+        let mut c = Chunker::new(
+            "in",
+            Box::new(reader),
+            Dialect::csv(),
+            HeaderMode::None,
+            64,
+            0,
+        )
+        .max_record(6000);
+        assert_eq!(c.next_chunk().unwrap().unwrap().records, 1);
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub enum ErrorKind {
     Cluster,
     /// More rows were rejected than `--max-rejects` allows.
     RejectLimit,
+    /// The user asked the work to stop (SIGINT, SIGTERM): what was
+    /// committed is listed, nothing after it was sent.
+    Interrupted,
     /// An internal invariant broke (for example rows read != loaded +
     /// rejected). Always a bug in pgtide.
     Bug,

@@ -18,6 +18,7 @@ pub async fn run(a: LoadArgs) -> pgtide::Result<u8> {
     }
     let target = super::target_or_embedded(a.db.as_deref()).await?;
     let progress = Arc::new(Progress::new(opts.workers));
+    super::stop_on_signal(progress.clone());
     let bar = (!a.quiet && !a.json).then(|| render::ProgressBar::start(progress.clone()));
     let report = load::run(&target, &opts, progress).await;
     if let Some(bar) = bar {
@@ -32,6 +33,7 @@ pub async fn run(a: LoadArgs) -> pgtide::Result<u8> {
             render::error(e);
             Ok(match e.kind() {
                 pgtide::ErrorKind::RejectLimit => crate::EXIT_REJECT_LIMIT,
+                pgtide::ErrorKind::Interrupted => crate::EXIT_INTERRUPTED,
                 _ => crate::EXIT_ERROR,
             })
         }
@@ -65,6 +67,7 @@ fn options(a: &LoadArgs) -> pgtide::Result<LoadOptions> {
     o.max_rejects = a.max_rejects;
     o.chunk_bytes = a.chunk_bytes.max(1024);
     o.message_bytes = a.message_bytes.max(1);
+    o.max_record_bytes = a.max_record_bytes;
     let c = &mut o.copy;
     c.header = match a.header {
         HeaderArg::False => Header::None,

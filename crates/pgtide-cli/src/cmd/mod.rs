@@ -25,6 +25,35 @@ pub async fn target_or_embedded(db: Option<&str>) -> pgtide::Result<Target> {
     Ok(target)
 }
 
+/// The first SIGINT or SIGTERM asks the work to stop cleanly (no new
+/// chunk; chunks in progress commit or roll back whole, then the summary
+/// lists what was committed); a second one exits at once with 130 (the
+/// server rolls back whatever was not committed).
+pub fn stop_on_signal(progress: std::sync::Arc<pgtide::progress::Progress>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return;
+    };
+    tokio::spawn(async move {
+        let mut asked = false;
+        loop {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            if asked {
+                std::process::exit(i32::from(crate::EXIT_INTERRUPTED));
+            }
+            asked = true;
+            progress.request_stop();
+            crate::render::stopping();
+        }
+    });
+}
+
 /// `--delimiter`, `--quote`, `--escape` into `c`: one byte each, with the
 /// escapes people type in shells (`\t`).
 pub fn copy_chars(

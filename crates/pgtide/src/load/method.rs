@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use copyfmt::convert::Encoder;
-use copyfmt::scan::{self, Dialect, Format};
+use copyfmt::scan::{self, Dialect};
 use tokio_postgres::Client;
 
 use super::binary;
@@ -507,29 +507,11 @@ pub(super) fn copy_error(
     }
 }
 
-/// The 0-based record that the server's `line N` designates in `data`.
-/// CSV counts newlines inside quoted fields into N (copyfromparse.c bumps
-/// `cur_lineno` for them) except inside the first record, read before the
-/// server knows the line-ending style; text and binary count records.
+/// The 0-based record that the server's `line N` designates in `data`
+/// (see [`scan::record_at_server_line`] for how the server counts).
+/// `data` must start with a record whose line break fits the input's
+/// style, so that the server settles on the same style: chunks with a
+/// misfit record are never sent whole (see `Chunk::eol_errors`).
 pub fn record_at_line(dialect: &Dialect, data: &[u8], line: u64) -> Option<u64> {
-    let index = match dialect.format {
-        Format::Csv => {
-            let mut records = scan::records(dialect, data).peekable();
-            let first = records.peek()?;
-            let first_bytes = &data[first.start..first.end];
-            let uncounted = memchr::memchr_iter(b'\n', first_bytes).count() as u64
-                - u64::from(first_bytes.ends_with(b"\n"));
-            records
-                .enumerate()
-                .take_while(|(_, s)| s.line < line + uncounted)
-                .last()?
-                .0
-        }
-        _ => {
-            let i = usize::try_from(line.checked_sub(1)?).ok()?;
-            scan::records(dialect, data).nth(i)?;
-            i
-        }
-    };
-    Some(index as u64)
+    scan::record_at_server_line(dialect, data, line)
 }

@@ -35,7 +35,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::catalog::{self, Table};
-use crate::chunk::DEFAULT_CHUNK_BYTES;
+use crate::chunk::{DEFAULT_CHUNK_BYTES, DEFAULT_MAX_RECORD_BYTES};
 use crate::conn::Target;
 use crate::copyopts::{CopyFormat, CopyOptions};
 use crate::error::{Error, Result};
@@ -60,6 +60,9 @@ pub struct LoadOptions {
     pub workers: usize,
     /// Target chunk size in bytes.
     pub chunk_bytes: usize,
+    /// Longest record accepted, in bytes (`--max-record-bytes`): memory
+    /// holds at most the chunks in flight plus one such record.
+    pub max_record_bytes: usize,
     /// CopyData message size in bytes.
     pub message_bytes: usize,
     /// `TRUNCATE` the table before loading: only once every option, input,
@@ -93,6 +96,7 @@ impl LoadOptions {
             copy: CopyOptions::new(format),
             workers: 1,
             chunk_bytes: DEFAULT_CHUNK_BYTES,
+            max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
             message_bytes: copy::MESSAGE_BYTES,
             truncate: false,
             method: Method::Copy,
@@ -229,6 +233,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         inputs: opts.inputs.clone(),
         workers: opts.workers,
         chunk_bytes: opts.chunk_bytes,
+        max_record_bytes: opts.max_record_bytes,
         message_bytes: opts.message_bytes,
         rejects: opts.rejects.clone(),
         overwrite_rejects: opts.overwrite_rejects,

@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::method::{Batch, BatchError, InDoubt, Loader, LoaderSpec};
-use super::workers::{chunk_error, last_line, new_loader, Done, Failed, Shared};
+use super::workers::{chunk_error, last_line, new_loader, show_row, Done, Failed, Shared};
 use super::RowFailure;
 use crate::chunk::Chunk;
 use crate::conn::Target;
-use crate::error::{classify, Class, Error};
+use crate::error::{classify, Class, Error, ErrorKind};
 use crate::progress::Progress;
 use crate::reject::isolate::{isolate, Start};
 
@@ -44,6 +44,21 @@ pub(super) async fn work(
     ctx: Arc<Ctx>,
 ) {
     while let Ok(chunk) = rx.recv().await {
+        if chunk.eol_errors > 0 {
+            // Never sent whole: a COPY that starts with such a record
+            // settles on the wrong line-ending style and misplaces rows.
+            let ok = if ctx.isolate {
+                isolated(&mut loader, &ctx, id, &chunk, Start::Screened).await
+            } else {
+                misfit_line_ending(&ctx, &chunk, loader.spec())
+            };
+            let counted = counted_by_server(&mut loader, &ctx, &chunk);
+            if !ok || !counted {
+                rx.close();
+                break;
+            }
+            continue;
+        }
         let batch = Batch {
             data: chunk.data.clone(),
             records: chunk.records,
@@ -227,12 +242,47 @@ async fn commit_status(client: &tokio_postgres::Client, d: InDoubt) -> Option<bo
     None
 }
 
+/// Without `--rejects`, a record whose line break does not fit the
+/// input's style stops the load as the server would have: same message,
+/// placed in the input, nothing of the chunk sent. Returns false.
+fn misfit_line_ending(ctx: &Ctx, chunk: &Chunk, spec: &LoaderSpec) -> bool {
+    let Some((row, span)) = RowFailure::first_line_ending(chunk, &spec.dialect) else {
+        return true;
+    };
+    let message = format!(
+        "{}:{}: {}; row: {}",
+        row.input,
+        row.line,
+        row.message,
+        show_row(&chunk.data[span.start..span.end])
+    );
+    let hint = format!(
+        "{} Every line must end like the file's first line (\\n, \\r\\n or \\r); \
+         use --rejects FILE to set such rows aside and load all the others",
+        row.hint.as_deref().unwrap_or_default()
+    );
+    let error = Error::new(ErrorKind::Server, message)
+        .with_sqlstate(copyfmt::scan::EolError::SQLSTATE)
+        .with_hint(hint);
+    ctx.shared
+        .lock()
+        .expect("worker state")
+        .failed
+        .push(Failed {
+            seq: chunk.seq,
+            error,
+            row: Some(row),
+        });
+    false
+}
+
 fn failed_chunk(chunk: &Chunk, spec: &LoaderSpec, e: BatchError) -> Failed {
     let row = e
         .record
         .and_then(|i| RowFailure::locate(chunk, &spec.dialect, i, &spec.relname, &e.error));
     let preview = e.record.and_then(|i| {
-        let span = copyfmt::scan::records(&spec.dialect, &chunk.data).nth(i as usize)?;
+        let span =
+            copyfmt::scan::records_with(&spec.dialect, chunk.eol, &chunk.data).nth(i as usize)?;
         (spec.dialect.format != copyfmt::scan::Format::Binary)
             .then(|| chunk.data.slice(span.start..span.end))
     });

@@ -39,6 +39,7 @@ pub(super) struct Plan {
     pub inputs: Vec<String>,
     pub workers: usize,
     pub chunk_bytes: usize,
+    pub max_record_bytes: usize,
     pub message_bytes: usize,
     /// Reject file path (`--rejects`): bad rows are isolated, not fatal.
     pub rejects: Option<std::path::PathBuf>,
@@ -102,6 +103,8 @@ pub(super) struct Shared {
 struct ReadStats {
     rows: u64,
     notes: Vec<String>,
+    /// Reading stopped early because a stop was requested.
+    interrupted: bool,
 }
 
 /// Runs the load. Nothing is written (table, reject file) until every
@@ -242,6 +245,7 @@ fn summarize(shared: Arc<Mutex<Shared>>, read: Result<ReadStats>) -> Outcome {
     let mut failures = s.failed.into_iter();
     let first_failure = failures.next();
     let (rows_read, notes, read_error) = match read {
+        Ok(r) if r.interrupted => (r.rows, r.notes, Some(interrupted())),
         Ok(r) => (r.rows, r.notes, None),
         Err(e) => (0, Vec::new(), Some(e)),
     };
@@ -275,6 +279,18 @@ fn summarize(shared: Arc<Mutex<Shared>>, read: Result<ReadStats>) -> Outcome {
         failure,
         failed_row,
     }
+}
+
+fn interrupted() -> Error {
+    Error::new(
+        ErrorKind::Interrupted,
+        "interrupted: no new chunk was started; the chunks in progress were \
+         committed or rolled back whole",
+    )
+    .with_hint(
+        "the lines listed as committed are in the table and nothing else is; \
+         load the remaining lines, or run again with --truncate",
+    )
 }
 
 /// A loader; it listens to notices only when its COPY runs with
@@ -362,7 +378,7 @@ pub(super) fn chunk_error(
 
 /// A row for an error message: its first 100 characters, quoted, without
 /// the line end.
-fn show_row(raw: &[u8]) -> String {
+pub(super) fn show_row(raw: &[u8]) -> String {
     let text = String::from_utf8_lossy(raw);
     let text = text.trim_end_matches(['\n', '\r']);
     let mut out: String = text.chars().take(100).collect();
@@ -385,6 +401,7 @@ fn read_all(
     let mut stats = ReadStats {
         rows: 0,
         notes: Vec::new(),
+        interrupted: false,
     };
     let mut ready = Some(ready);
     let mut seq = 0;
@@ -401,7 +418,8 @@ fn read_all(
             mode,
             plan.chunk_bytes,
             seq,
-        );
+        )
+        .max_record(plan.max_record_bytes);
         let mut first = true;
         while let Some(chunk) = chunker.next_chunk()? {
             if first {
@@ -413,6 +431,12 @@ fn read_all(
                     // means the pool gave up: the send below notices.
                     let _ = ready.send(chunker.header().cloned());
                 }
+            }
+            if progress.stop_requested() {
+                // Not counted as read: only chunks handed out are, so the
+                // summary's identity holds for what was attempted.
+                stats.interrupted = true;
+                return Ok(stats);
             }
             stats.rows += chunk.records;
             cut += chunk.data.len() as u64;
