@@ -245,7 +245,14 @@ Commit model:
   good row is committed and every bad row is in the reject file: rows read
   = rows loaded + rows rejected, checked and printed at the end.
   A broken connection is retried (reconnecting with backoff) only when
-  nothing of the chunk can have been committed.
+  nothing of the chunk can have been committed. Ctrl-C (or SIGTERM) stops
+  cleanly: no new chunk, running chunks commit or roll back whole, the
+  committed ranges are listed, exit 130 (a second Ctrl-C exits at once).
+
+Line endings: as COPY, \\n, \\r\\n or a lone \\r; the file's first line
+  settles which. A row whose line break does not fit (a stray \\r) is
+  refused as the server would refuse it: rejected with --rejects,
+  otherwise the load stops at that line.
 
 Methods (--method):
   copy      the input bytes into COPY FROM STDIN. The default.
@@ -269,6 +276,7 @@ Exit codes:
   2  error (bad options, connection, missing table, a row the server
      refused without --rejects)
   3  stopped because more than --max-rejects rows were rejected
+  130  interrupted by Ctrl-C or SIGTERM (committed ranges are listed)
 
 Examples:
   pgtide load data.csv --table public.events --format csv --header
