@@ -436,8 +436,9 @@ proptest! {
 #[test]
 fn line_endings_follow_the_first_record() {
     use pgtide_copyfmt::scan::{records_with, Eol, EolError};
-    let cr = EolError::CarriageReturn;
-    let nl = EolError::Newline;
+    // Constants, not locals: the expected spans below are `'static`.
+    const CR: EolError = EolError::CarriageReturn;
+    const NL: EolError = EolError::Newline;
     type Ends = &'static [(usize, Option<EolError>)];
     let cases: [(Dialect, &[u8], Ends); 8] = [
         (
@@ -454,27 +455,27 @@ fn line_endings_follow_the_first_record() {
         (
             Dialect::csv(),
             b"1,a\n2,b\r\n3,c\n",
-            &[(4, None), (9, Some(cr)), (13, None)],
+            &[(4, None), (9, Some(CR)), (13, None)],
         ),
         (
             Dialect::csv(),
             b"1,a\r\n2,b\n3,c\r\n",
-            &[(5, None), (9, Some(nl)), (14, None)],
+            &[(5, None), (9, Some(NL)), (14, None)],
         ),
         (
             Dialect::csv(),
             b"1,a\r\n2,\rb\r\n",
-            &[(5, None), (11, Some(cr))],
+            &[(5, None), (11, Some(CR))],
         ),
         (
             Dialect::text(),
             b"1\ta\r2\nb\r3\r",
-            &[(4, None), (8, Some(nl)), (10, None)],
+            &[(4, None), (8, Some(NL)), (10, None)],
         ),
         (
             Dialect::csv(),
             b"1,\"a\rb\"\n2\r\n",
-            &[(8, None), (11, Some(cr))],
+            &[(8, None), (11, Some(CR))],
         ),
     ];
     for (d, input, want) in cases {
@@ -487,12 +488,12 @@ fn line_endings_follow_the_first_record() {
     let got: Vec<_> = records_with(&Dialect::csv(), Eol::Nl, b"a\rb\nc\n")
         .map(|r| (r.end, r.eol_error))
         .collect();
-    assert_eq!(got, [(4, Some(cr)), (6, None)]);
+    assert_eq!(got, [(4, Some(CR)), (6, None)]);
     // A `\r\n` file whose last line ends in a lone `\r`.
     let got: Vec<_> = records(&Dialect::csv(), b"a\r\nb\r")
         .map(|r| (r.end, r.eol_error))
         .collect();
-    assert_eq!(got, [(3, None), (5, Some(cr))]);
+    assert_eq!(got, [(3, None), (5, Some(CR))]);
 }
 
 /// Issue 8 A2: the server's `line N` counts quoted `\r` while the style is

@@ -66,6 +66,19 @@ pub enum FormatArg {
     Binary,
 }
 
+/// How progress is shown while the work runs (on stderr).
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ProgressArg {
+    /// A bar when stderr is a terminal (and no --quiet/--json), else nothing.
+    Auto,
+    /// Always the bar: percent, bytes, rows, rate, ETA.
+    Bar,
+    /// One JSON object per second, for wrappers and CI logs.
+    Json,
+    /// Nothing.
+    None,
+}
+
 /// Header handling, as COPY's HEADER option.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum HeaderArg {
@@ -228,6 +241,11 @@ pub struct LoadArgs {
     /// No progress bar.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+
+    /// Progress on stderr: a bar with percent and ETA on a terminal, or
+    /// one JSON line per second (`json`) where there is none.
+    #[arg(long, value_enum, value_name = "HOW", default_value = "auto")]
+    pub progress: ProgressArg,
 
     /// Print the summary as JSON on stdout.
     #[arg(long)]
@@ -576,6 +594,11 @@ pub struct ExportArgs {
     /// No progress bar.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+
+    /// Progress on stderr: a bar with percent and ETA on a terminal, or
+    /// one JSON line per second (`json`) where there is none.
+    #[arg(long, value_enum, value_name = "HOW", default_value = "auto")]
+    pub progress: ProgressArg,
 
     /// Print the summary as JSON: on stdout, or on stderr with --output -
     /// (as the human summary).

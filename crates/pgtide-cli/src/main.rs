@@ -5,6 +5,7 @@
 
 mod args;
 mod cmd;
+mod progress;
 mod render;
 
 use std::process::ExitCode;

@@ -1,12 +1,7 @@
-//! Everything the user sees: errors with hints, the progress bar, summaries.
-
-use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+//! What the user reads at the end: errors with hints, summaries. The live
+//! progress display is in `progress.rs`.
 
 use pgtide::load::Report;
-use pgtide::progress::Progress;
 
 /// Prints `error: ...` and, when known, `hint: ...` to stderr.
 pub fn error(e: &pgtide::Error) {
@@ -102,75 +97,6 @@ fn rows_line(r: &Report) -> String {
     )
 }
 
-/// A progress bar on stderr, drawn only when stderr is a terminal.
-pub struct ProgressBar {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl ProgressBar {
-    /// Starts drawing from `progress` every 200 ms.
-    pub fn start(progress: Arc<Progress>) -> ProgressBar {
-        ProgressBar::spawn(progress, draw)
-    }
-
-    /// Starts `draw` on its own thread when stderr is a terminal.
-    fn spawn(progress: Arc<Progress>, draw: fn(&Progress, &AtomicBool)) -> ProgressBar {
-        let stop = Arc::new(AtomicBool::new(false));
-        if !std::io::stderr().is_terminal() {
-            return ProgressBar { stop, thread: None };
-        }
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || draw(&progress, &flag));
-        ProgressBar {
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    /// Stops and clears the bar.
-    pub fn finish(mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn draw(p: &Progress, stop: &AtomicBool) {
-    let total = Progress::get(&p.total_bytes);
-    let bar = indicatif::ProgressBar::with_draw_target(
-        (total > 0).then_some(total),
-        indicatif::ProgressDrawTarget::stderr_with_hz(5),
-    );
-    let template = if total > 0 {
-        "{bar:30} {bytes}/{total_bytes} {msg} ETA {eta}"
-    } else {
-        "{spinner} {bytes} {msg}"
-    };
-    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
-        bar.set_style(style);
-    }
-    let start = std::time::Instant::now();
-    while !stop.load(Ordering::Relaxed) {
-        let rows = Progress::get(&p.rows_loaded);
-        bar.set_position(Progress::get(&p.read_bytes));
-        let rate = rows as f64 / start.elapsed().as_secs_f64().max(1e-3);
-        let mut msg = format!("{} rows, {:.0} rows/s", thousands(rows), rate);
-        if p.worker_rows.len() > 1 {
-            let per: Vec<String> = p
-                .worker_rows
-                .iter()
-                .map(|w| thousands(Progress::get(w)))
-                .collect();
-            msg.push_str(&format!(" [workers: {}]", per.join(" ")));
-        }
-        bar.set_message(msg);
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    bar.finish_and_clear();
-}
-
 /// The end-of-export summary: one human line (and notes), or a JSON
 /// object; on stdout, or on stderr when the data went to stdout.
 pub fn export_summary(r: &pgtide::export::ExportReport, json: bool) {
@@ -210,44 +136,6 @@ pub fn export_summary(r: &pgtide::export::ExportReport, json: bool) {
     } else {
         println!("{text}");
     }
-}
-
-impl ProgressBar {
-    /// Starts drawing an export's progress: rows against the planner's
-    /// estimate when there is one, and bytes received.
-    pub fn start_export(progress: Arc<Progress>) -> ProgressBar {
-        ProgressBar::spawn(progress, draw_export)
-    }
-}
-
-fn draw_export(p: &Progress, stop: &AtomicBool) {
-    let total = Progress::get(&p.total_rows);
-    let bar = indicatif::ProgressBar::with_draw_target(
-        (total > 0).then_some(total),
-        indicatif::ProgressDrawTarget::stderr_with_hz(5),
-    );
-    let template = if total > 0 {
-        "{bar:30} {human_pos}/~{human_len} rows {msg} ETA {eta}"
-    } else {
-        "{spinner} {human_pos} rows {msg}"
-    };
-    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
-        bar.set_style(style);
-    }
-    while !stop.load(Ordering::Relaxed) {
-        let rows = Progress::get(&p.rows_read);
-        // The estimate can be low: never draw past the end.
-        if total > 0 && rows > total {
-            bar.set_length(rows);
-        }
-        bar.set_position(rows);
-        bar.set_message(format!(
-            "{:.1} MB",
-            Progress::get(&p.read_bytes) as f64 / 1e6
-        ));
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    bar.finish_and_clear();
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use pgtide::progress::Progress;
 use pgtide::source::Compression;
 
 use crate::args::{CompressArg, ExportArgs, FormatArg};
+use crate::progress::{Display, Work};
 use crate::render;
 
 /// Runs the export and returns the exit code.
@@ -17,11 +18,14 @@ pub async fn run(a: ExportArgs) -> pgtide::Result<u8> {
     let opts = options(&a)?;
     let target = super::target_or_embedded(a.db.as_deref()).await?;
     let progress = Arc::new(Progress::new(opts.workers));
-    let bar = (!a.quiet && !a.json).then(|| render::ProgressBar::start_export(progress.clone()));
+    let shown = Display::start(
+        a.progress,
+        a.quiet || a.json,
+        Work::Export,
+        progress.clone(),
+    );
     let report = export::run(&target, &opts, progress).await;
-    if let Some(bar) = bar {
-        bar.finish();
-    }
+    shown.finish();
     render::export_summary(&report?, a.json);
     Ok(crate::EXIT_OK)
 }

@@ -8,6 +8,7 @@ use pgtide::load::{self, LoadOptions};
 use pgtide::progress::Progress;
 
 use crate::args::{FormatArg, HeaderArg, LoadArgs, MethodArg};
+use crate::progress::{Display, Work};
 use crate::render;
 
 /// Runs the load and returns the exit code.
@@ -19,11 +20,9 @@ pub async fn run(a: LoadArgs) -> pgtide::Result<u8> {
     let target = super::target_or_embedded(a.db.as_deref()).await?;
     let progress = Arc::new(Progress::new(opts.workers));
     super::stop_on_signal(progress.clone());
-    let bar = (!a.quiet && !a.json).then(|| render::ProgressBar::start(progress.clone()));
+    let shown = Display::start(a.progress, a.quiet || a.json, Work::Load, progress.clone());
     let report = load::run(&target, &opts, progress).await;
-    if let Some(bar) = bar {
-        bar.finish();
-    }
+    shown.finish();
     let report = report?;
     render::load_summary(&report, a.json);
     match &report.failure {
