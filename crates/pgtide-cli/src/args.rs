@@ -133,17 +133,22 @@ pub struct LoadArgs {
     #[arg(long, short = 'd', value_name = "CONNINFO")]
     pub db: Option<String>,
 
-    /// Input format.
-    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Csv)]
-    pub format: FormatArg,
+    /// Input format. Without it: binary when the file starts with the
+    /// binary COPY signature, else from the name (`.csv` csv; `.tsv`,
+    /// `.txt`, `.tab` text; after any `.gz`/`.zst`), else csv (also for
+    /// stdin). The summary says which was chosen.
+    #[arg(long, short = 'f', value_enum)]
+    pub format: Option<FormatArg>,
 
     /// The first line of each file is a header (`--header` alone = true).
     #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "true", default_value_t = HeaderArg::False)]
     pub header: HeaderArg,
 
-    /// Columns present in the file, in file order (comma-separated).
-    #[arg(long, value_delimiter = ',')]
-    pub columns: Option<Vec<String>>,
+    /// Columns present in the file, in file order: names separated by
+    /// commas, in SQL syntax as in psql's `\copy t (a, "B c")` (unquoted
+    /// names fold to lower case; quote to keep case, spaces or commas).
+    #[arg(long, value_name = "COLUMNS")]
+    pub columns: Option<String>,
 
     /// Field delimiter (COPY DELIMITER); `\t` for tab.
     #[arg(long)]
@@ -162,12 +167,13 @@ pub struct LoadArgs {
     pub null: Option<String>,
 
     /// CSV: columns whose quoted value equal to the NULL string is NULL
-    /// (COPY FORCE_NULL).
-    #[arg(long, value_delimiter = ',')]
+    /// (COPY FORCE_NULL); names as in --columns.
+    #[arg(long, value_name = "COLUMNS")]
     pub force_null: Vec<String>,
 
-    /// CSV: columns never NULL (COPY FORCE_NOT_NULL).
-    #[arg(long, value_delimiter = ',')]
+    /// CSV: columns never NULL (COPY FORCE_NOT_NULL); names as in
+    /// --columns.
+    #[arg(long, value_name = "COLUMNS")]
     pub force_not_null: Vec<String>,
 
     /// Input encoding (COPY ENCODING), e.g. LATIN1; the server converts.

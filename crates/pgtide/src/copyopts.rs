@@ -23,6 +23,17 @@ pub enum CopyFormat {
     Binary,
 }
 
+/// COPY's own name for the format (`FORMAT csv`).
+impl std::fmt::Display for CopyFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CopyFormat::Text => "text",
+            CopyFormat::Csv => "csv",
+            CopyFormat::Binary => "binary",
+        })
+    }
+}
+
 /// The header line's treatment, as COPY's `HEADER` option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Header {
@@ -102,7 +113,10 @@ impl CopyOptions {
                 ));
             }
         }
-        Ok(())
+        match &self.encoding {
+            Some(e) => check_encoding(e),
+            None => Ok(()),
+        }
     }
 
     /// The scanner dialect that finds row boundaries as the server would.
@@ -169,14 +183,7 @@ impl CopyOptions {
 
     /// FORMAT, DELIMITER, QUOTE, ESCAPE and NULL, as COPY spells them.
     fn option_list(&self) -> Vec<String> {
-        let mut opts = vec![format!(
-            "FORMAT {}",
-            match self.format {
-                CopyFormat::Text => "text",
-                CopyFormat::Csv => "csv",
-                CopyFormat::Binary => "binary",
-            }
-        )];
+        let mut opts = vec![format!("FORMAT {}", self.format)];
         let byte = |b: u8| quote_literal(&(b as char).to_string());
         if let Some(b) = self.delimiter {
             opts.push(format!("DELIMITER {}", byte(b)));
@@ -192,6 +199,117 @@ impl CopyOptions {
         }
         opts
     }
+}
+
+/// Every name PostgreSQL's `pg_char_to_encoding` knows (the table in
+/// src/common/encnames.c, the same in PostgreSQL 12 to 17), as it compares
+/// them: ASCII letters and digits only, lower case. COPY's ENCODING takes
+/// any of them.
+const ENCODING_NAMES: &[&str] = &[
+    "abc",
+    "alt",
+    "big5",
+    "euccn",
+    "eucjis2004",
+    "eucjp",
+    "euckr",
+    "euctw",
+    "gb18030",
+    "gbk",
+    "iso88591",
+    "iso885910",
+    "iso885913",
+    "iso885914",
+    "iso885915",
+    "iso885916",
+    "iso88592",
+    "iso88593",
+    "iso88594",
+    "iso88595",
+    "iso88596",
+    "iso88597",
+    "iso88598",
+    "iso88599",
+    "johab",
+    "koi8",
+    "koi8r",
+    "koi8u",
+    "latin1",
+    "latin10",
+    "latin2",
+    "latin3",
+    "latin4",
+    "latin5",
+    "latin6",
+    "latin7",
+    "latin8",
+    "latin9",
+    "mskanji",
+    "muleinternal",
+    "shiftjis",
+    "shiftjis2004",
+    "sjis",
+    "sqlascii",
+    "tcvn",
+    "tcvn5712",
+    "uhc",
+    "unicode",
+    "utf8",
+    "vscii",
+    "win",
+    "win1250",
+    "win1251",
+    "win1252",
+    "win1253",
+    "win1254",
+    "win1255",
+    "win1256",
+    "win1257",
+    "win1258",
+    "win866",
+    "win874",
+    "win932",
+    "win936",
+    "win949",
+    "win950",
+    "windows1250",
+    "windows1251",
+    "windows1252",
+    "windows1253",
+    "windows1254",
+    "windows1255",
+    "windows1256",
+    "windows1257",
+    "windows1258",
+    "windows866",
+    "windows874",
+    "windows932",
+    "windows936",
+    "windows949",
+    "windows950",
+];
+
+/// An encoding the server does not know is an option error here: sent
+/// along, it would fail the first COPY with class 22 (invalid parameter
+/// value), which a load takes for a bad row.
+fn check_encoding(name: &str) -> Result<()> {
+    // pg_char_to_encoding: names of NAMEDATALEN (64) bytes or more are
+    // unknown; others are compared without punctuation, in lower case.
+    let cleaned: String = name
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    if name.len() < 64 && ENCODING_NAMES.contains(&cleaned.as_str()) {
+        return Ok(());
+    }
+    Err(Error::config(format!(
+        "--encoding {name:?} is not an encoding PostgreSQL knows"
+    ))
+    .with_hint(
+        "use a PostgreSQL encoding name such as UTF8, LATIN1, WIN1252, SJIS or EUC_JP \
+             (see https://www.postgresql.org/docs/current/multibyte.html)",
+    ))
 }
 
 /// Parses a one-character option such as `--delimiter`, accepting the
@@ -213,6 +331,27 @@ pub fn option_byte(name: &str, value: &str) -> Result<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn encodings_are_checked_as_postgresql_names_them() {
+        for ok in [
+            "UTF8",
+            "utf-8",
+            "Latin1",
+            "ISO-8859-1",
+            "win_1252",
+            "EUC_JIS_2004",
+        ] {
+            check_encoding(ok).expect(ok);
+        }
+        for bad in ["", "utf-9", "klingon", "ütf8", &"utf8".repeat(16)] {
+            let e = check_encoding(bad).expect_err(bad);
+            assert!(e.hint().is_some());
+        }
+        let mut o = CopyOptions::new(CopyFormat::Csv);
+        o.encoding = Some("bogus".into());
+        assert!(o.validate().is_err());
+    }
 
     #[test]
     fn builds_copy_with_quoted_options() {

@@ -225,3 +225,74 @@ mod tests {
         assert!(err.hint().unwrap().contains("path"));
     }
 }
+
+/// The COPY format of an input given without `--format`, and why: the
+/// binary COPY signature in its first (decompressed) bytes, else the file
+/// name (`.csv` -> csv; `.tsv`, `.txt`, `.tab` -> text, after any `.gz`
+/// or `.zst`), else csv. Stdin is not peeked at (it cannot be read twice):
+/// csv.
+pub fn guess_format(name: &str) -> Result<(crate::copyopts::CopyFormat, &'static str)> {
+    use crate::copyopts::CopyFormat;
+    if name == "-" {
+        return Ok((CopyFormat::Csv, "the default for stdin"));
+    }
+    let mut head = Vec::with_capacity(copyfmt::binary::SIGNATURE.len());
+    Source::open(name)?
+        .reader
+        .take(copyfmt::binary::SIGNATURE.len() as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| Error::read(name, e))?;
+    if head == copyfmt::binary::SIGNATURE {
+        return Ok((
+            CopyFormat::Binary,
+            "the file starts with the binary COPY signature",
+        ));
+    }
+    let lower = name.to_ascii_lowercase();
+    let stem = [".gz", ".zst", ".zstd"]
+        .iter()
+        .find_map(|c| lower.strip_suffix(c))
+        .unwrap_or(&lower);
+    let by_name = match stem.rsplit_once('.').map(|(_, ext)| ext) {
+        Some("csv") => Some(CopyFormat::Csv),
+        Some("tsv" | "txt" | "tab") => Some(CopyFormat::Text),
+        _ => None,
+    };
+    Ok(match by_name {
+        Some(f) => (f, "from the file name"),
+        None => (CopyFormat::Csv, "the default"),
+    })
+}
+
+#[cfg(test)]
+mod guess_tests {
+    use super::guess_format;
+    use crate::copyopts::CopyFormat;
+
+    #[test]
+    fn format_from_signature_then_name_then_csv() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, bytes: &[u8]| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, bytes).unwrap();
+            p.to_string_lossy().into_owned()
+        };
+        let cases = [
+            (file("a.csv", b"1,2\n"), CopyFormat::Csv),
+            (file("a.TSV", b"1\t2\n"), CopyFormat::Text),
+            (
+                file("a.txt.zst", &zstd::encode_all(&b"1\t2\n"[..], 1).unwrap()),
+                CopyFormat::Text,
+            ),
+            (file("a.dat", b"1,2\n"), CopyFormat::Csv),
+            (
+                file("b.csv", b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0"),
+                CopyFormat::Binary,
+            ),
+        ];
+        for (path, want) in cases {
+            assert_eq!(guess_format(&path).unwrap().0, want, "{path}");
+        }
+        assert_eq!(guess_format("-").unwrap().0, CopyFormat::Csv);
+    }
+}

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use pgtide::copyopts::{option_byte, CopyFormat, Header};
-use pgtide::ident::QualifiedName;
+use pgtide::ident::{parse_column_list, QualifiedName};
 use pgtide::load::{self, LoadOptions};
 use pgtide::progress::Progress;
 
@@ -13,7 +13,15 @@ use crate::render;
 
 /// Runs the load and returns the exit code.
 pub async fn run(a: LoadArgs) -> pgtide::Result<u8> {
-    let opts = options(&a)?;
+    let (format, guessed) = match a.format {
+        Some(f) => (copy_format(f), None),
+        None => {
+            let first = a.inputs.first().map_or("-", String::as_str);
+            let (f, why) = pgtide::source::guess_format(first)?;
+            (f, Some(format!("format {f} ({why}; --format to choose)")))
+        }
+    };
+    let opts = options(&a, format)?;
     if a.inputs.iter().filter(|i| *i == "-").count() > 1 {
         return Err(pgtide::Error::config("stdin (-) can be given only once"));
     }
@@ -23,7 +31,8 @@ pub async fn run(a: LoadArgs) -> pgtide::Result<u8> {
     let shown = Display::start(a.progress, a.quiet || a.json, Work::Load, progress.clone());
     let report = load::run(&target, &opts, progress).await;
     shown.finish();
-    let report = report?;
+    let mut report = report?;
+    report.notes.extend(guessed);
     render::load_summary(&report, a.json);
     match &report.failure {
         None if report.rows_rejected > 0 => Ok(crate::EXIT_REJECTS),
@@ -39,15 +48,19 @@ pub async fn run(a: LoadArgs) -> pgtide::Result<u8> {
     }
 }
 
-/// What was typed -> library options (no I/O here).
-fn options(a: &LoadArgs) -> pgtide::Result<LoadOptions> {
-    let format = match a.format {
+fn copy_format(f: FormatArg) -> CopyFormat {
+    match f {
         FormatArg::Text => CopyFormat::Text,
         FormatArg::Csv => CopyFormat::Csv,
         FormatArg::Binary => CopyFormat::Binary,
-    };
+    }
+}
+
+/// What was typed (and the format, resolved) -> library options (no I/O
+/// here).
+fn options(a: &LoadArgs, format: CopyFormat) -> pgtide::Result<LoadOptions> {
     let mut o = LoadOptions::new(a.inputs.clone(), QualifiedName::parse(&a.table)?, format);
-    o.columns = a.columns.clone();
+    o.columns = a.columns.as_deref().map(parse_column_list).transpose()?;
     o.workers = a.workers;
     o.truncate = a.truncate;
     o.method = match (a.method, &a.sql) {
@@ -89,9 +102,18 @@ fn options(a: &LoadArgs) -> pgtide::Result<LoadOptions> {
         .map(|v| option_byte("escape", v))
         .transpose()?;
     c.null = a.null.clone();
-    c.force_null = a.force_null.clone();
-    c.force_not_null = a.force_not_null.clone();
+    c.force_null = column_lists(&a.force_null)?;
+    c.force_not_null = column_lists(&a.force_not_null)?;
     c.encoding = a.encoding.clone();
     c.validate()?;
     Ok(o)
+}
+
+/// Every occurrence of a repeatable column-list flag, in order.
+fn column_lists(lists: &[String]) -> pgtide::Result<Vec<String>> {
+    let mut names = Vec::new();
+    for list in lists {
+        names.extend(parse_column_list(list)?);
+    }
+    Ok(names)
 }
