@@ -5,7 +5,6 @@
 
 #![deny(missing_docs)]
 
-pub mod bench;
 pub mod catalog;
 pub mod chunk;
 pub mod cluster;

@@ -1,193 +1,145 @@
-//! `pgtide bench`: runs a scenario and prints a markdown table of medians
-//! and ratios (the format docs/benchmarks.md records).
+//! `pgtide bench`: runs a scenario of the `pgtide-bench` crate and prints a
+//! markdown table of medians and ratios (the format docs/benchmarks.md
+//! records).
+//!
+//! `run` is a table: one line per scenario, from its flags to its spec.
+//! Every scenario but `load` then goes the same way ([`scenario`]):
+//! announce, run against each `--db`, one table per reference, `--json`,
+//! `--chart`. `load` keeps its own report (one server, two tables, no
+//! chart), which `pgtide demo` shares.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
 
-use pgtide::bench::concurrent::{self, ConcurrentBench};
-use pgtide::bench::export::{self, ExportBench};
-use pgtide::bench::fdw::{self, FdwBench};
-use pgtide::bench::methods::{self, MethodsBench};
-use pgtide::bench::parallel::{self, ParallelBench};
-use pgtide::bench::{self, chart, load::LoadBench, Measurement};
 use pgtide::conn::Target;
+use pgtide_bench::concurrent::ConcurrentBench;
+use pgtide_bench::export::ExportBench;
+use pgtide_bench::fdw::FdwBench;
+use pgtide_bench::load::{self, LoadBench};
+use pgtide_bench::markdown::table;
+use pgtide_bench::methods::MethodsBench;
+use pgtide_bench::parallel::ParallelBench;
+use pgtide_bench::rejects::RejectsBench;
+use pgtide_bench::{chart, Measurement, Scenario, Unit};
 
-use crate::args::{BenchArgs, BenchCommonArgs, BenchScenario};
+use crate::args::{BenchArgs, BenchCommonArgs, BenchLoadArgs, BenchScenario};
 
 /// Runs the chosen scenario.
 pub async fn run(a: BenchArgs) -> pgtide::Result<u8> {
     match a.scenario {
-        BenchScenario::Load(l) => {
-            let target = super::target_or_embedded(l.db.as_deref()).await?;
-            let dir = match l.dir {
-                Some(d) => d,
-                None => bench_dir()?,
-            };
-            let spec = LoadBench {
-                scale: l.scale,
-                runs: l.runs.max(1),
-                datasets: l.datasets,
-                workers: l.workers,
-                dir,
-            };
-            eprintln!(
-                "pgtide bench load: scale {}, {} runs each, data in {}",
-                spec.scale,
-                spec.runs,
-                spec.dir.display()
-            );
-            let results = bench::load::run(&target, &spec, |m: &Measurement| {
-                eprintln!(
-                    "  {:<10} {:<22} median {:.3} s {}",
-                    m.dataset,
-                    m.contender,
-                    m.median(),
-                    m.skipped.as_deref().unwrap_or("")
-                )
-            })
-            .await?;
-            println!("Reference: {}\n", bench::load::SERVER_COPY);
-            println!("{}", bench::table(&results, bench::load::SERVER_COPY));
-            println!("Against psql:\n");
-            println!("{}", bench::table(&results, bench::load::PSQL_COPY));
-            if let Some(path) = l.json {
-                let json = serde_json::to_string_pretty(&results).unwrap_or_default();
-                std::fs::write(&path, json).map_err(|e| {
-                    pgtide::Error::new(
-                        pgtide::ErrorKind::Output,
-                        format!("cannot write {}: {e}", path.display()),
-                    )
-                })?;
-            }
-            Ok(crate::EXIT_OK)
-        }
+        BenchScenario::Load(l) => bench_load(l).await,
         BenchScenario::Concurrent(c) => {
             let spec = ConcurrentBench {
                 clients: c.clients,
                 seconds: c.seconds,
-                runs: c.common.runs.max(1),
+                runs: runs(&c.common),
                 dir: dir_or_default(c.dir)?,
             };
-            eprintln!(
-                "pgtide bench concurrent: clients {:?}, {} s per run, {} runs",
-                spec.clients, spec.seconds, spec.runs
-            );
-            let results = each_server(&c.common.db, |t| {
-                let spec = spec.clone();
-                async move { concurrent::run(&t, &spec, progress).await }
-            })
-            .await?;
-            let title = "concurrent COPY of a 1,000-row file into one table (seed 003)";
-            report(&results, title, &[concurrent::PSQL_COPY], &c.common)
+            scenario(spec, &c.common).await
         }
         BenchScenario::Parallel(p) => {
             let spec = ParallelBench {
                 scale: p.scale,
-                runs: p.common.runs.max(1),
+                runs: runs(&p.common),
                 workers: p.workers,
                 dir: dir_or_default(p.dir)?,
             };
-            eprintln!(
-                "pgtide bench parallel: scale {}, {} runs, data in {}",
-                spec.scale,
-                spec.runs,
-                spec.dir.display()
-            );
-            let results = each_server(&p.common.db, |t| {
-                let spec = spec.clone();
-                async move { parallel::run(&t, &spec, progress).await }
-            })
-            .await?;
-            let title = "parallel loads into t_copy1 (seed 000)";
-            let refs = [parallel::PSQL_COPY, bench::load::SERVER_COPY];
-            report(&results, title, &refs, &p.common)
+            scenario(spec, &p.common).await
         }
         BenchScenario::Export(e) => {
             let spec = ExportBench {
                 scale: e.scale,
-                runs: e.common.runs.max(1),
+                runs: runs(&e.common),
             };
-            eprintln!(
-                "pgtide bench export: scale {}, {} runs",
-                spec.scale, spec.runs
-            );
-            let results = each_server(&e.common.db, |t| {
-                let spec = spec.clone();
-                async move { export::run(&t, &spec, progress).await }
-            })
-            .await?;
-            let title = "COPY TO STDOUT text vs binary vs count(*) (seed 004)";
-            let refs = [export::COUNT, export::COPY_TEXT];
-            report(&results, title, &refs, &e.common)
+            scenario(spec, &e.common).await
         }
         BenchScenario::FdwBatch(f) => {
             let spec = FdwBench {
                 scale: f.scale,
-                runs: f.common.runs.max(1),
+                runs: runs(&f.common),
                 batch_sizes: f.batch_sizes,
                 remote_bin: None,
             };
-            eprintln!(
-                "pgtide bench fdw-batch: scale {}, {} runs",
-                spec.scale, spec.runs
-            );
-            let results = each_server(&f.common.db, |t| {
-                let spec = spec.clone();
-                async move { fdw::run(&t, &spec, progress).await }
-            })
-            .await?;
-            let title = "INSERT SELECT into a postgres_fdw foreign table (seed 002)";
-            let refs = [fdw::LOCAL.to_owned(), fdw::fdw_name(1)];
-            let refs: Vec<&str> = refs.iter().map(String::as_str).collect();
-            report(&results, title, &refs, &f.common)
+            scenario(spec, &f.common).await
         }
         BenchScenario::Methods(m) => {
             let spec = MethodsBench {
                 rows: m.rows,
                 content_bytes: m.content_bytes,
                 mixed_rows: m.mixed_rows,
-                runs: m.common.runs.max(1),
+                runs: runs(&m.common),
                 dir: dir_or_default(m.dir)?,
             };
-            eprintln!(
-                "pgtide bench methods: {} rows x {} bytes, {} mixed rows, {} runs, data in {}",
-                spec.rows,
-                spec.content_bytes,
-                spec.mixed_rows,
-                spec.runs,
-                spec.dir.display()
-            );
-            let results = each_server(&m.common.db, |t| {
-                let spec = spec.clone();
-                async move { methods::run(&t, &spec, progress).await }
-            })
-            .await?;
-            let title = "load methods: INSERT, pipeline, VALUES, COPY, binary COPY (seed 001)";
-            let insert = methods::contender(pgtide::load::Method::Insert, 1);
-            let refs = [methods::PSQL_COPY, insert.as_str()];
-            report(&results, title, &refs, &m.common)
+            scenario(spec, &m.common).await
         }
         BenchScenario::Rejects(r) => {
-            let spec = pgtide::bench::rejects::RejectsBench {
+            let spec = RejectsBench {
                 rows: r.rows,
                 every: r.every,
-                runs: r.common.runs.max(1),
+                runs: runs(&r.common),
                 workers: r.workers,
                 dir: dir_or_default(r.dir)?,
             };
-            eprintln!(
-                "pgtide bench rejects: {} rows, 1 bad row in {}, {} runs",
-                spec.rows, spec.every, spec.runs
-            );
-            let results = each_server(&r.common.db, |t| {
-                let spec = spec.clone();
-                async move { pgtide::bench::rejects::run(&t, &spec, progress).await }
-            })
-            .await?;
-            let title = "lose nothing: clean load vs --rejects vs 1% bad rows (issue 3)";
-            report(&results, title, &[pgtide::bench::rejects::CLEAN], &r.common)
+            scenario(spec, &r.common).await
         }
     }
+}
+
+/// `--runs`, at least 1.
+fn runs(common: &BenchCommonArgs) -> usize {
+    common.runs.max(1)
+}
+
+/// Announces `spec`, runs it against each `--db`, and reports.
+async fn scenario<S: Scenario>(spec: S, common: &BenchCommonArgs) -> pgtide::Result<u8> {
+    eprintln!("{}", spec.announce());
+    let spec = &spec;
+    let results = each_server(
+        &common.db,
+        |t| async move { spec.run(&t, &mut progress).await },
+    )
+    .await?;
+    let references = spec.references();
+    let references: Vec<&str> = references.iter().map(String::as_str).collect();
+    report(&results, &spec.title(), &references, common)
+}
+
+/// `pgtide bench load`: one server, its own progress lines, a table
+/// against server COPY and one against psql, `--json`.
+async fn bench_load(l: BenchLoadArgs) -> pgtide::Result<u8> {
+    let target = super::target_or_embedded(l.db.as_deref()).await?;
+    let spec = LoadBench {
+        scale: l.scale,
+        runs: l.runs.max(1),
+        datasets: l.datasets,
+        workers: l.workers,
+        dir: dir_or_default(l.dir)?,
+    };
+    eprintln!(
+        "pgtide bench load: scale {}, {} runs each, data in {}",
+        spec.scale,
+        spec.runs,
+        spec.dir.display()
+    );
+    let results = load::run(&target, &spec, |m: &Measurement| {
+        eprintln!(
+            "  {:<10} {:<22} median {:.3} s {}",
+            m.dataset,
+            m.contender,
+            m.median(),
+            m.skipped.as_deref().unwrap_or("")
+        )
+    })
+    .await?;
+    println!("Reference: {}\n", load::SERVER_COPY);
+    println!("{}", table(&results, load::SERVER_COPY));
+    println!("Against psql:\n");
+    println!("{}", table(&results, load::PSQL_COPY));
+    if let Some(path) = l.json {
+        let json = serde_json::to_string_pretty(&results).unwrap_or_default();
+        write(&path, &json)?;
+    }
+    Ok(crate::EXIT_OK)
 }
 
 /// Runs `scenario` against each `--db` (the embedded server when none),
@@ -222,8 +174,8 @@ where
 /// One line on stderr per finished measurement.
 fn progress(m: &Measurement) {
     let value = match m.unit {
-        bench::Unit::Seconds => format!("median {:.3} s", m.median()),
-        bench::Unit::RowsPerMin => format!("median {:.2}M rows/min", m.median() / 1e6),
+        Unit::Seconds => format!("median {:.3} s", m.median()),
+        Unit::RowsPerMin => format!("median {:.2}M rows/min", m.median() / 1e6),
     };
     match &m.skipped {
         Some(why) => eprintln!(
@@ -245,7 +197,7 @@ fn report(
     println!("## {title}\n");
     for reference in references {
         println!("Reference: {reference}\n");
-        println!("{}", bench::table(results, reference));
+        println!("{}", table(results, reference));
     }
     if let Some(path) = &common.json {
         let json = serde_json::to_string_pretty(results).unwrap_or_default();

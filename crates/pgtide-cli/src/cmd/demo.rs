@@ -2,7 +2,7 @@
 //! embedded server, loads it with pgtide and with psql `\copy`, prints both
 //! timings.
 
-use pgtide::bench::{self, load::LoadBench};
+use pgtide_bench::load::{self, LoadBench};
 
 use crate::args::DemoArgs;
 
@@ -21,16 +21,14 @@ pub async fn run(a: DemoArgs) -> pgtide::Result<u8> {
         crate::render::thousands(a.rows),
         a.workers
     );
-    let results = bench::load::run(&target, &spec, |_| {}).await?;
+    let results = load::run(&target, &spec, |_| {}).await?;
     for m in &results {
         match &m.skipped {
             Some(why) => println!("{:<24} skipped: {why}", m.contender),
             None => println!("{:<24} {:.2} s", m.contender, m.median()),
         }
     }
-    let psql = results
-        .iter()
-        .find(|m| m.contender == bench::load::PSQL_COPY);
+    let psql = results.iter().find(|m| m.contender == load::PSQL_COPY);
     let ours = results.iter().find(|m| m.contender.starts_with("pgtide"));
     if let (Some(p), Some(o)) = (psql, ours) {
         if p.skipped.is_none() && o.skipped.is_none() {

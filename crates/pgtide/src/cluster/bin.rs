@@ -88,14 +88,20 @@ impl PgBin {
         if own.is_file() {
             return Some(own);
         }
-        on_path("psql").or_else(|| {
-            debian_dirs()
-                .into_iter()
-                .rev()
-                .map(|d| d.join("psql"))
-                .find(|p| p.is_file())
-        })
+        find_psql()
     }
+}
+
+/// A `psql` when no server bin directory is at hand: one on `PATH`, else
+/// the highest Debian one (`/usr/lib/postgresql/*/bin/psql`).
+pub fn find_psql() -> Option<PathBuf> {
+    on_path("psql").or_else(|| {
+        debian_dirs()
+            .into_iter()
+            .rev()
+            .map(|d| d.join("psql"))
+            .find(|p| p.is_file())
+    })
 }
 
 fn is_server_dir(dir: &Path) -> bool {

@@ -2,39 +2,20 @@
 //! client tool people use) and server-side `COPY ... FROM 'file'` (no
 //! client at all: the floor for a single COPY).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
 use tokio_postgres::Client;
 
-use crate::conn::Target;
-use crate::error::{Error, ErrorKind, Result};
-use crate::ident::quote_literal;
+use pgtide::conn::Target;
+use pgtide::ident::quote_literal;
+use pgtide::{Error, ErrorKind, Result};
 
-/// Finds a `psql` binary: PATH first, then Debian's versioned directories
-/// (highest version first).
-pub fn find_psql() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("psql"))
-            .find(|p| p.is_file())
-    });
-    on_path.or_else(|| {
-        let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-            .ok()?
-            .filter_map(|e| e.ok().map(|e| e.path().join("bin/psql")))
-            .filter(|p| p.is_file())
-            .collect();
-        dirs.sort_by_key(|p| {
-            p.components()
-                .nth(4)
-                .and_then(|c| c.as_os_str().to_str()?.parse::<u32>().ok())
-                .unwrap_or(0)
-        });
-        dirs.pop()
-    })
-}
+/// Name of the server-side COPY contender (the usual reference).
+pub const SERVER_COPY: &str = "server COPY FROM file";
+/// Name of the psql `\copy` contender.
+pub const PSQL_COPY: &str = "psql \\copy";
 
 /// Times `psql -c "\copy <table> FROM '<file>' <options>"`, with the
 /// connection passed through libpq's environment variables (the password

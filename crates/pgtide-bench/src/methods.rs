@@ -18,30 +18,33 @@
 //! Every run starts from an empty table (`TRUNCATE ... RESTART IDENTITY`,
 //! `CHECKPOINT`) and its `count(*)` is checked.
 
+use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::baseline::{find_psql, psql_copy, server_copy};
-use super::datasets::make_world_readable;
-use super::{count_rows, server_label, Measurement};
-use crate::conn::Target;
-use crate::copyopts::CopyFormat;
-use crate::error::{Error, ErrorKind, Result};
-use crate::ident::QualifiedName;
-use crate::load::{LoadOptions, Method};
+use pgtide::cluster::find_psql;
+use pgtide::conn::Target;
+use pgtide::copyopts::CopyFormat;
+use pgtide::ident::QualifiedName;
+use pgtide::load::{LoadOptions, Method};
+use pgtide::{Error, Result};
+
+use crate::baseline::{self, psql_copy, server_copy};
+use crate::datasets::{generate, mix, mixed_row};
+use crate::{count_rows, server_label, time_load, Measurement, Scenario};
 
 /// Seed 001's table.
 pub const IPT: &str = "insert_performance_test";
 /// The mixed-type table.
 pub const MIXED: &str = "methods_mixed";
 /// The psql contender (the reference).
-pub const PSQL_COPY: &str = super::load::PSQL_COPY;
+pub const PSQL_COPY: &str = baseline::PSQL_COPY;
 /// Server-side COPY FROM file.
-pub const SERVER_COPY: &str = super::load::SERVER_COPY;
+pub const SERVER_COPY: &str = baseline::SERVER_COPY;
 
 const IPT_COLUMNS: &str = "id serial primary key, title varchar(100), content text, \
                            created_at timestamp default current_timestamp";
-pub(crate) const MIXED_COLUMNS: &str = "id int, amount numeric(12,2), d date, ts timestamp, \
+const MIXED_COLUMNS: &str = "id int, amount numeric(12,2), d date, ts timestamp, \
                              tstz timestamptz, note text, u uuid, doc jsonb";
 
 /// What to run.
@@ -74,6 +77,35 @@ struct Set {
     file: PathBuf,
     rows: u64,
     contenders: Vec<(String, Option<(Method, usize)>)>,
+}
+
+impl Scenario for MethodsBench {
+    fn announce(&self) -> String {
+        format!(
+            "pgtide bench methods: {} rows x {} bytes, {} mixed rows, {} runs, data in {}",
+            self.rows,
+            self.content_bytes,
+            self.mixed_rows,
+            self.runs,
+            self.dir.display()
+        )
+    }
+
+    fn title(&self) -> String {
+        "load methods: INSERT, pipeline, VALUES, COPY, binary COPY (seed 001)".into()
+    }
+
+    fn references(&self) -> Vec<String> {
+        vec![PSQL_COPY.into(), contender(Method::Insert, 1)]
+    }
+
+    fn run(
+        &self,
+        target: &Target,
+        on_result: &mut dyn FnMut(&Measurement),
+    ) -> impl Future<Output = Result<Vec<Measurement>>> {
+        run(target, self, on_result)
+    }
 }
 
 /// Runs the scenario; `on_result` sees each measurement as it completes.
@@ -176,7 +208,7 @@ async fn time_pgtide(target: &Target, set: &Set, method: Method, workers: usize)
         .map(|c| c.split(", ").map(str::to_owned).collect());
     opts.method = method;
     opts.workers = workers;
-    Ok(super::time_load(target, &opts).await?.0)
+    Ok(time_load(target, &opts).await?.0)
 }
 
 async fn time_baseline(
@@ -201,51 +233,6 @@ async fn time_baseline(
         .map_err(|e| Error::bug(format!("psql task failed: {e}")))?
 }
 
-/// Writes `rows` CSV rows made by `row` to `dir/<name>.<rows>.csv`, or
-/// reuses the file when it is there.
-pub(crate) fn generate(
-    dir: &Path,
-    name: &str,
-    rows: u64,
-    mut row: impl FnMut(u64, &mut Vec<u8>),
-) -> Result<PathBuf> {
-    let path = dir.join(format!("methods-{name}.{rows}.csv"));
-    if path.exists() {
-        return Ok(path);
-    }
-    let tmp = path.with_extension("partial");
-    let write_error = |p: &Path, e: std::io::Error| {
-        Error::new(
-            ErrorKind::Output,
-            format!("cannot write {}: {e}", p.display()),
-        )
-        .with_hint("check free space and permissions, or pass --dir")
-    };
-    std::fs::create_dir_all(dir).map_err(|e| write_error(dir, e))?;
-    let file = std::fs::File::create(&tmp).map_err(|e| write_error(&tmp, e))?;
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-    let mut line = Vec::new();
-    for i in 0..rows {
-        line.clear();
-        row(i, &mut line);
-        out.write_all(&line).map_err(|e| write_error(&tmp, e))?;
-    }
-    out.flush().map_err(|e| write_error(&tmp, e))?;
-    drop(out);
-    std::fs::rename(&tmp, &path).map_err(|e| write_error(&path, e))?;
-    make_world_readable(&path)?;
-    Ok(path)
-}
-
-/// A small deterministic generator (SplitMix64), so files are the same on
-/// every machine.
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 /// `title i,<content_bytes of lowercase words>`.
 fn ipt_row(i: u64, content_bytes: usize, out: &mut Vec<u8>) {
     let _ = write!(out, "title {i},");
@@ -262,56 +249,16 @@ fn ipt_row(i: u64, content_bytes: usize, out: &mut Vec<u8>) {
     out.push(b'\n');
 }
 
-/// `id,amount,date,timestamp,timestamptz with offset,text,uuid,jsonb`.
-pub(crate) fn mixed_row(i: u64, out: &mut Vec<u8>) {
-    let r = mix(i);
-    let (y, mo, d) = (1990 + r % 40, 1 + (r >> 8) % 12, 1 + (r >> 12) % 28);
-    let (h, mi, s, us) = (
-        (r >> 16) % 24,
-        (r >> 24) % 60,
-        (r >> 30) % 60,
-        (r >> 36) % 1_000_000,
-    );
-    let off = ["+00", "+02", "-05", "+05:30", "-03:30", "+09"][((r >> 44) % 6) as usize];
-    let _ = write!(
-        out,
-        "{i},{}.{:02},{y:04}-{mo:02}-{d:02},{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}.{us:06},\
-         {y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}.{us:06}{off},note {r:x},",
-        (r >> 20) % 10_000_000,
-        r % 100,
-    );
-    let u = mix(r);
-    let _ = write!(
-        out,
-        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x},",
-        u >> 32,
-        (u >> 16) & 0xffff,
-        u & 0xffff,
-        (r >> 48) & 0xffff,
-        mix(u) & 0xffff_ffff_ffff
-    );
-    let _ = writeln!(
-        out,
-        "\"{{\"\"id\"\": {i}, \"\"tags\"\": [\"\"a\"\", \"\"b{}\"\"], \"\"ok\"\": true}}\"",
-        r % 97
-    );
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn rows_are_deterministic_csv() {
+    fn ipt_rows_are_deterministic_csv() {
         let mut a = Vec::new();
         ipt_row(7, 1200, &mut a);
         assert!(a.len() > 1200 && a.len() < 1240, "{}", a.len());
         assert!(a.starts_with(b"title 7,"));
         assert_eq!(a.iter().filter(|&&b| b == b'\n').count(), 1);
-        let mut b = Vec::new();
-        mixed_row(3, &mut b);
-        let line = String::from_utf8(b).unwrap();
-        assert_eq!(line.matches(',').count(), 7 + 3, "{line}");
-        assert!(line.ends_with("true}\"\n"), "{line}");
     }
 }

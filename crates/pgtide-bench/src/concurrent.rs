@@ -22,24 +22,25 @@
 //! `count(*)` over that wall time. The table is truncated before each run,
 //! and the count must equal the number of completed loads times 1,000.
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::task::JoinSet;
+use pgtide::cluster::find_psql;
+use pgtide::conn::Target;
+use pgtide::ident::QualifiedName;
+use pgtide::{Error, Result};
 
-use super::baseline::find_psql;
-use super::baseline::{psql_file, psql_meta};
-use super::datasets::{Dataset, LOAD_DATASETS};
-use super::{copy_bytes, count_rows, server_label, Measurement, Unit};
-use crate::conn::Target;
-use crate::error::{Error, ErrorKind, Result};
-use crate::ident::{quote, QualifiedName};
+use crate::baseline;
+use crate::clients::{check_count, pgtide_clients, psql_clients};
+use crate::datasets::{Dataset, LOAD_DATASETS};
+use crate::{count_rows, server_label, Measurement, Scenario, Unit};
 
 /// The pgtide contender.
 pub const PGTIDE: &str = "pgtide";
 /// The psql contender (the seed's method, and the reference).
-pub const PSQL_COPY: &str = super::load::PSQL_COPY;
+pub const PSQL_COPY: &str = baseline::PSQL_COPY;
 /// Rows in the file every client loads (the seed's `t1k.dat`).
 pub const FILE_ROWS: u64 = 1_000;
 
@@ -54,6 +55,31 @@ pub struct ConcurrentBench {
     pub runs: usize,
     /// Where the 1,000-row file is written.
     pub dir: PathBuf,
+}
+
+impl Scenario for ConcurrentBench {
+    fn announce(&self) -> String {
+        format!(
+            "pgtide bench concurrent: clients {:?}, {} s per run, {} runs",
+            self.clients, self.seconds, self.runs
+        )
+    }
+
+    fn title(&self) -> String {
+        "concurrent COPY of a 1,000-row file into one table (seed 003)".into()
+    }
+
+    fn references(&self) -> Vec<String> {
+        vec![PSQL_COPY.into()]
+    }
+
+    fn run(
+        &self,
+        target: &Target,
+        on_result: &mut dyn FnMut(&Measurement),
+    ) -> impl Future<Output = Result<Vec<Measurement>>> {
+        run(target, self, on_result)
+    }
 }
 
 /// Runs the scenario; `on_result` sees each measurement as it completes.
@@ -131,96 +157,4 @@ fn dataset() -> Result<Dataset> {
         name: "concurrent_t",
         ..t.clone()
     })
-}
-
-/// Every completed load must be in the table, or the rate means nothing.
-pub(crate) fn check_count(what: &str, who: &str, counted: u64, expected: u64) -> Result<()> {
-    if counted != expected {
-        let message =
-            format!("{what}: {who} completed loads of {expected} rows but the table has {counted}");
-        return Err(Error::bug(message).with_hint(
-            "if another session wrote to the same table meanwhile, run the benchmark on a \
-             server nobody else uses; otherwise this is a bug in pgtide",
-        ));
-    }
-    Ok(())
-}
-
-/// `clients` tasks, one connection each, each running `sql` with `data`
-/// once, then again until `until` has passed (once only when `None`).
-/// Returns the number of completed COPYs and the wall time, clock started
-/// before connecting.
-pub(crate) async fn pgtide_clients(
-    target: &Target,
-    clients: usize,
-    sql: &str,
-    data: &Bytes,
-    until: Option<Duration>,
-) -> Result<(u64, f64)> {
-    let start = Instant::now();
-    let deadline = until.map(|d| start + d);
-    let mut tasks = JoinSet::new();
-    for _ in 0..clients {
-        let (target, sql, data) = (target.clone(), sql.to_owned(), data.clone());
-        tasks.spawn(async move {
-            let client = target.connect().await?;
-            let mut loads = 0u64;
-            loop {
-                copy_bytes(&client, &sql, &data).await?;
-                loads += 1;
-                if deadline.is_none_or(|d| Instant::now() >= d) {
-                    return Ok::<u64, Error>(loads);
-                }
-            }
-        });
-    }
-    let mut loads = 0;
-    while let Some(done) = tasks.join_next().await {
-        loads += done.map_err(|e| Error::bug(format!("client task failed: {e}")))??;
-    }
-    Ok((loads, start.elapsed().as_secs_f64()))
-}
-
-/// `clients` OS threads each running `psql -c "\copy <table> FROM <file>"`
-/// once, then again until `until` has passed (once only when `None`).
-/// Returns the number of completed loads and the wall time.
-pub(crate) async fn psql_clients(
-    target: &Target,
-    psql: &Path,
-    clients: usize,
-    table: &str,
-    file: &Path,
-    until: Option<Duration>,
-) -> Result<(u64, f64)> {
-    let (target, psql) = (target.clone(), psql.to_owned());
-    let meta = format!("\\copy {} FROM {}", quote(table), psql_file(file)?);
-    tokio::task::spawn_blocking(move || {
-        let start = Instant::now();
-        let deadline = until.map(|d| start + d);
-        let loads = std::thread::scope(|s| {
-            let threads: Vec<_> = (0..clients)
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut loads = 0u64;
-                        loop {
-                            psql_meta(&target, &psql, &meta)?;
-                            loads += 1;
-                            if deadline.is_none_or(|d| Instant::now() >= d) {
-                                return Ok::<u64, Error>(loads);
-                            }
-                        }
-                    })
-                })
-                .collect();
-            threads.into_iter().try_fold(0u64, |sum, t| {
-                let n = t
-                    .join()
-                    .map_err(|_| Error::new(ErrorKind::Bug, "psql thread panicked"))??;
-                Ok::<u64, Error>(sum + n)
-            })
-        })?;
-        Ok((loads, start.elapsed().as_secs_f64()))
-    })
-    .await
-    .map_err(|e| Error::bug(format!("psql task failed: {e}")))?
 }

@@ -20,17 +20,18 @@
 //! Row counts scale with `--scale`. Text output is checked to have one
 //! line per row; binary output to be more than a header and trailer.
 
+use std::future::Future;
 use std::time::Instant;
 
 use futures_util::StreamExt;
+use pgtide::cluster::find_psql;
+use pgtide::conn::Target;
+use pgtide::ident::quote;
+use pgtide::{Error, ErrorKind, Result};
 use tokio_postgres::Client;
 
-use super::baseline::find_psql;
-use super::baseline::psql_meta;
-use super::{server_label, Measurement};
-use crate::conn::Target;
-use crate::error::{Error, ErrorKind, Result};
-use crate::ident::quote;
+use crate::baseline::psql_meta;
+use crate::{server_label, Measurement, Scenario};
 
 /// The reference: a scan without output.
 pub const COUNT: &str = "SELECT count(*)";
@@ -77,6 +78,31 @@ pub struct ExportBench {
     pub scale: f64,
     /// Runs per contender.
     pub runs: usize,
+}
+
+impl Scenario for ExportBench {
+    fn announce(&self) -> String {
+        format!(
+            "pgtide bench export: scale {}, {} runs",
+            self.scale, self.runs
+        )
+    }
+
+    fn title(&self) -> String {
+        "COPY TO STDOUT text vs binary vs count(*) (seed 004)".into()
+    }
+
+    fn references(&self) -> Vec<String> {
+        vec![COUNT.into(), COPY_TEXT.into()]
+    }
+
+    fn run(
+        &self,
+        target: &Target,
+        on_result: &mut dyn FnMut(&Measurement),
+    ) -> impl Future<Output = Result<Vec<Measurement>>> {
+        run(target, self, on_result)
+    }
 }
 
 /// Runs the scenario; `on_result` sees each measurement as it completes.

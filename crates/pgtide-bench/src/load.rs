@@ -5,19 +5,21 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::baseline::{find_psql, psql_copy, server_copy};
-use super::datasets::{Dataset, LOAD_DATASETS};
-use super::Measurement;
-use crate::conn::Target;
-use crate::copyopts::CopyFormat;
-use crate::error::{Error, Result};
-use crate::ident::QualifiedName;
-use crate::load::LoadOptions;
+use pgtide::cluster::find_psql;
+use pgtide::conn::Target;
+use pgtide::copyopts::CopyFormat;
+use pgtide::ident::QualifiedName;
+use pgtide::load::LoadOptions;
+use pgtide::{Error, ErrorKind, Result};
+
+use crate::baseline::{self, psql_copy, server_copy};
+use crate::datasets::{make_world_readable, Dataset, LOAD_DATASETS};
+use crate::{pgtide_name, time_load, Measurement};
 
 /// Name of the server-side COPY contender (the usual reference).
-pub const SERVER_COPY: &str = "server COPY FROM file";
+pub const SERVER_COPY: &str = baseline::SERVER_COPY;
 /// Name of the psql contender.
-pub const PSQL_COPY: &str = "psql \\copy";
+pub const PSQL_COPY: &str = baseline::PSQL_COPY;
 /// Two psql processes, each loading one half of the file (split
 /// beforehand, not timed): parallel loading with zero splitting cost, the
 /// ideal `--workers 2` is measured against.
@@ -96,14 +98,6 @@ pub async fn run(
     Ok(results)
 }
 
-/// `pgtide (N workers)`.
-pub fn pgtide_name(workers: usize) -> String {
-    format!(
-        "pgtide ({workers} worker{})",
-        if workers == 1 { "" } else { "s" }
-    )
-}
-
 async fn time_one(
     target: &Target,
     client: &tokio_postgres::Client,
@@ -153,7 +147,7 @@ async fn time_one(
         CopyFormat::Text,
     );
     opts.workers = workers;
-    Ok(super::time_load(target, &opts).await?.0)
+    Ok(time_load(target, &opts).await?.0)
 }
 
 /// `file.half1` and `file.half2`, cut at the newline nearest the middle
@@ -171,7 +165,7 @@ fn split_halves(file: &std::path::Path) -> Result<[std::path::PathBuf; 2]> {
     }
     let io = |e: std::io::Error| {
         Error::new(
-            crate::ErrorKind::Output,
+            ErrorKind::Output,
             format!("cannot split {}: {e}", file.display()),
         )
     };
@@ -180,8 +174,8 @@ fn split_halves(file: &std::path::Path) -> Result<[std::path::PathBuf; 2]> {
         .map_or(data.len(), |i| data.len() / 2 + i + 1);
     std::fs::write(&a, &data[..mid]).map_err(io)?;
     std::fs::write(&b, &data[mid..]).map_err(io)?;
-    super::datasets::make_world_readable(&a)?;
-    super::datasets::make_world_readable(&b)?;
+    make_world_readable(&a)?;
+    make_world_readable(&b)?;
     Ok([a, b])
 }
 

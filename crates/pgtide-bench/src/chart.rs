@@ -12,7 +12,7 @@
 
 use std::fmt::Write;
 
-use super::{Measurement, Unit};
+use crate::{Measurement, Unit};
 
 /// Chart geometry in pixels. Wide enough for contender labels such as
 /// `postgres_fdw batch_size 100 · PG 15.13`.

@@ -8,16 +8,18 @@
 //! file and of every kind (type errors, NOT NULL, CHECK, duplicate keys),
 //! with `--rejects` (target: <= 2x the clean load, on PG 15 and PG 17).
 
+use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::methods::{generate, mixed_row};
-use super::Measurement;
-use crate::conn::Target;
-use crate::copyopts::CopyFormat;
-use crate::error::Result;
-use crate::ident::QualifiedName;
-use crate::load::LoadOptions;
+use pgtide::conn::Target;
+use pgtide::copyopts::CopyFormat;
+use pgtide::ident::QualifiedName;
+use pgtide::load::LoadOptions;
+use pgtide::Result;
+
+use crate::datasets::{generate, mixed_row};
+use crate::{Measurement, Scenario};
 
 /// Table of this scenario.
 pub const TABLE: &str = "bench_rejects";
@@ -62,6 +64,31 @@ fn bad_row(i: u64, kind: u64, out: &mut Vec<u8>) {
         _ => fields[0] = &dup,         // duplicate key
     }
     let _ = writeln!(out, "{}", fields.join(","));
+}
+
+impl Scenario for RejectsBench {
+    fn announce(&self) -> String {
+        format!(
+            "pgtide bench rejects: {} rows, 1 bad row in {}, {} runs",
+            self.rows, self.every, self.runs
+        )
+    }
+
+    fn title(&self) -> String {
+        "lose nothing: clean load vs --rejects vs 1% bad rows (issue 3)".into()
+    }
+
+    fn references(&self) -> Vec<String> {
+        vec![CLEAN.into()]
+    }
+
+    fn run(
+        &self,
+        target: &Target,
+        on_result: &mut dyn FnMut(&Measurement),
+    ) -> impl Future<Output = Result<Vec<Measurement>>> {
+        run(target, self, on_result)
+    }
 }
 
 /// Runs the scenario.
@@ -130,5 +157,5 @@ async fn time_load(
     // Every run writes the same reject file.
     o.overwrite_rejects = true;
     // load::run itself fails a load whose rows read != loaded + rejected.
-    Ok(super::time_load(target, &o).await?.0)
+    Ok(crate::time_load(target, &o).await?.0)
 }

@@ -8,14 +8,14 @@
 
 use std::path::Path;
 
-use pgtide::bench::baseline::find_psql;
-use pgtide::bench::concurrent::{self, ConcurrentBench};
-use pgtide::bench::export::{self, ExportBench};
-use pgtide::bench::fdw::{self, FdwBench};
-use pgtide::bench::parallel::{self, ParallelBench};
-use pgtide::bench::{chart, table, Measurement, Unit};
-use pgtide::cluster::{Cluster, ClusterOptions, PgBin};
+use pgtide::cluster::{find_psql, Cluster, ClusterOptions, PgBin};
 use pgtide::conn::Target;
+use pgtide_bench::concurrent::{self, ConcurrentBench};
+use pgtide_bench::export::{self, ExportBench};
+use pgtide_bench::fdw::{self, FdwBench};
+use pgtide_bench::markdown::table;
+use pgtide_bench::parallel::{self, ParallelBench};
+use pgtide_bench::{chart, Measurement, Unit};
 
 /// Debian's PostgreSQL 15 ships postgres_fdw, so fdw-batch must run there.
 const DEBIAN_PG15: &str = "/usr/lib/postgresql/15/bin";
@@ -46,7 +46,7 @@ async fn every_scenario_is_well_formed_at_tiny_sizes() {
 }
 
 async fn load_scenario(target: &Target, dir: &Path) {
-    use pgtide::bench::load::{self, LoadBench};
+    use pgtide_bench::load::{self, LoadBench};
     let spec = LoadBench {
         scale: 0.0002,
         runs: 2,
@@ -78,7 +78,7 @@ async fn load_scenario(target: &Target, dir: &Path) {
 }
 
 async fn rejects_scenario(target: &Target, dir: &Path) {
-    use pgtide::bench::rejects::{self, RejectsBench};
+    use pgtide_bench::rejects::{self, RejectsBench};
     let spec = RejectsBench {
         rows: 3000,
         every: 50,

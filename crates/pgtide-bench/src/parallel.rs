@@ -25,23 +25,23 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
+use pgtide::cluster::find_psql;
+use pgtide::conn::Target;
+use pgtide::copyopts::CopyFormat;
+use pgtide::ident::QualifiedName;
+use pgtide::load::LoadOptions;
+use pgtide::{Error, Result};
 use tokio_postgres::Client;
 
-use super::baseline::{find_psql, server_copy};
-use super::concurrent::{check_count, pgtide_clients, psql_clients};
-use super::datasets::{Dataset, LOAD_DATASETS};
-use super::load::{pgtide_name, PSQL_COPY as LOAD_PSQL, SERVER_COPY};
-use super::{count_rows, server_label, Measurement};
-use crate::conn::Target;
-use crate::copyopts::CopyFormat;
-use crate::error::{Error, Result};
-use crate::ident::QualifiedName;
-use crate::load::LoadOptions;
+use crate::baseline::{self, server_copy, SERVER_COPY};
+use crate::clients::{check_count, pgtide_clients, psql_clients};
+use crate::datasets::{Dataset, LOAD_DATASETS};
+use crate::{count_rows, pgtide_name, server_label, time_load, Measurement, Scenario};
 
 /// The pgtide contender of the concurrent batches.
 pub const PGTIDE_TASKS: &str = "pgtide tasks";
 /// The psql contender (the seed's method, and the reference).
-pub const PSQL_COPY: &str = LOAD_PSQL;
+pub const PSQL_COPY: &str = baseline::PSQL_COPY;
 
 /// The seed's batches: (concurrent loads, rows per file at scale 1).
 pub const BATCHES: [(usize, u64); 2] = [(32, 10_000), (8, 1_000_000)];
@@ -60,6 +60,33 @@ pub struct ParallelBench {
     pub workers: Vec<usize>,
     /// Where data files are written.
     pub dir: PathBuf,
+}
+
+impl Scenario for ParallelBench {
+    fn announce(&self) -> String {
+        format!(
+            "pgtide bench parallel: scale {}, {} runs, data in {}",
+            self.scale,
+            self.runs,
+            self.dir.display()
+        )
+    }
+
+    fn title(&self) -> String {
+        "parallel loads into t_copy1 (seed 000)".into()
+    }
+
+    fn references(&self) -> Vec<String> {
+        vec![PSQL_COPY.into(), SERVER_COPY.into()]
+    }
+
+    fn run(
+        &self,
+        target: &Target,
+        on_result: &mut dyn FnMut(&Measurement),
+    ) -> impl Future<Output = Result<Vec<Measurement>>> {
+        run(target, self, on_result)
+    }
 }
 
 /// Runs the scenario; `on_result` sees each measurement as it completes.
@@ -165,7 +192,7 @@ async fn pgtide_load(target: &Target, table: &str, file: &Path, workers: usize) 
         CopyFormat::Text,
     );
     opts.workers = workers;
-    Ok(super::time_load(target, &opts).await?.0)
+    Ok(time_load(target, &opts).await?.0)
 }
 
 /// Rows at `scale`, at least 1.

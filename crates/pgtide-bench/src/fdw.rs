@@ -18,13 +18,14 @@
 //! its user mapping, which holds the remote's password, are dropped at
 //! the end.
 
+use pgtide::cluster::{Cluster, ClusterOptions, PgBin};
+use pgtide::conn::Target;
+use pgtide::ident::{quote, quote_literal};
+use pgtide::{Error, Result};
+use std::future::Future;
 use tokio_postgres::Client;
 
-use super::{count_rows, server_label, Measurement};
-use crate::cluster::{Cluster, ClusterOptions, PgBin};
-use crate::conn::Target;
-use crate::error::{Error, Result};
-use crate::ident::{quote, quote_literal};
+use crate::{count_rows, server_label, Measurement, Scenario};
 
 /// The reference: the same INSERT into a local table.
 pub const LOCAL: &str = "local table";
@@ -53,6 +54,31 @@ pub struct FdwBench {
 /// `postgres_fdw batch_size B`.
 pub fn fdw_name(batch_size: u32) -> String {
     format!("postgres_fdw batch_size {batch_size}")
+}
+
+impl Scenario for FdwBench {
+    fn announce(&self) -> String {
+        format!(
+            "pgtide bench fdw-batch: scale {}, {} runs",
+            self.scale, self.runs
+        )
+    }
+
+    fn title(&self) -> String {
+        "INSERT SELECT into a postgres_fdw foreign table (seed 002)".into()
+    }
+
+    fn references(&self) -> Vec<String> {
+        vec![LOCAL.into(), fdw_name(1)]
+    }
+
+    fn run(
+        &self,
+        target: &Target,
+        on_result: &mut dyn FnMut(&Measurement),
+    ) -> impl Future<Output = Result<Vec<Measurement>>> {
+        run(target, self, on_result)
+    }
 }
 
 /// Runs the scenario; `on_result` sees each measurement as it completes.
