@@ -8,7 +8,11 @@
 //! password file or the disk. `resolve.rs` gives the values meaning.
 //!
 //! Error messages follow libpq's wording so that users can search for them,
-//! and never repeat a value: a value may be a password.
+//! but never repeat any text of the string, keys included: a password
+//! typed without quoting or percent-encoding is cut into pieces that land
+//! in other keys and values (`postgresql://u:Wr/x@h` makes "Wr" a port).
+//! They name the known keyword, the option's number and the character
+//! position instead.
 
 use crate::{Error, Result};
 
@@ -106,22 +110,59 @@ impl Params {
             .map(|(_, v)| v.as_str())
     }
 
-    fn push(&mut self, keyword: &str, value: String) -> Result<()> {
-        let entry = KEYWORDS.iter().find(|(k, _, _)| *k == keyword);
-        match entry {
+    /// Adds a pair; `place` says where the key is in the string, for the
+    /// error, because the key itself may be a piece of a password.
+    fn push(&mut self, keyword: &str, value: String, place: &str) -> Result<()> {
+        match KEYWORDS.iter().find(|(k, _, _)| *k == keyword) {
             Some((k, _, _)) => {
                 self.0.push((k, value));
                 Ok(())
             }
-            None => Err(
-                Error::config(format!("invalid connection option \"{keyword}\"")).with_hint(
-                    "check the spelling; the options are those of libpq, \
-                 see https://www.postgresql.org/docs/current/\
-                 libpq-connect.html#LIBPQ-PARAMKEYWORDS",
-                ),
-            ),
+            None => Err(unknown_keyword(keyword, place)),
         }
     }
+
+    /// Adds a pair whose keyword is one of ours (URI parts).
+    fn push_known(&mut self, keyword: &'static str, value: String) {
+        self.0.push((keyword, value));
+    }
+}
+
+/// An unknown key, described by position; a close known keyword is
+/// suggested (it is ours, so naming it reveals nothing).
+fn unknown_keyword(keyword: &str, place: &str) -> Error {
+    let suggestion = KEYWORDS
+        .iter()
+        .map(|(k, _, _)| *k)
+        .find(|k| edit_distance(k, keyword) <= 2)
+        .map(|k| format!("did you mean \"{k}\"? "))
+        .unwrap_or_default();
+    Error::config(format!("invalid connection option: unknown key in {place}")).with_hint(format!(
+        "{suggestion}the options are those of libpq, see https://www.postgresql.org/docs/\
+         current/libpq-connect.html#LIBPQ-PARAMKEYWORDS; {PASSWORD_HINT}"
+    ))
+}
+
+/// Every parse error ends with this: the usual cause of a string that
+/// falls apart is a password with special characters in it.
+pub(crate) const PASSWORD_HINT: &str =
+    "if the string holds a password, quote it in key=value form (password='a b\\'c') or \
+     percent-encode : / ? # @ % in a URI (%3A %2F %3F %23 %40 %25), or better leave it out \
+     of --db (visible in ps) and set PGPASSWORD or use ~/.pgpass";
+
+/// Levenshtein distance, for "did you mean" on short keywords.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }
 
 fn strip_scheme(s: &str) -> Option<&str> {
@@ -129,55 +170,93 @@ fn strip_scheme(s: &str) -> Option<&str> {
         .or_else(|| s.strip_prefix("postgres://"))
 }
 
-/// `key = value ...` with single-quoted values; `\` escapes the next
+/// `key = value ...` with single-quoted values; `\\` escapes the next
 /// character inside and outside quotes, as in libpq's conninfo_parse.
 fn parse_keywords(s: &str) -> Result<Params> {
     let mut params = Params::default();
     let mut chars = s.chars().peekable();
-    loop {
-        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+    let mut pos = 0; // characters consumed, for messages
+    for n in 1.. {
+        skip_space(&mut chars, &mut pos);
         if chars.peek().is_none() {
-            return Ok(params);
+            break;
         }
+        let place = format!("the {} (at character {})", ordinal(n), pos + 1);
         let mut key = String::new();
         while let Some(c) = chars.next_if(|c| *c != '=' && !c.is_whitespace()) {
             key.push(c);
+            pos += 1;
         }
-        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        skip_space(&mut chars, &mut pos);
         if chars.next() != Some('=') {
             return Err(Error::config(format!(
-                "missing \"=\" after \"{key}\" in connection info string"
+                "missing \"=\" after the key of {place} in the connection info string"
             ))
-            .with_hint("write options as key=value, separated by spaces"));
+            .with_hint(format!(
+                "write options as key=value, separated by spaces; {PASSWORD_HINT}"
+            )));
         }
-        while chars.next_if(|c| c.is_whitespace()).is_some() {}
-        let value = keyword_value(&mut chars)?;
-        params.push(&key, value)?;
+        pos += 1;
+        skip_space(&mut chars, &mut pos);
+        let value = keyword_value(&mut chars, &mut pos)?;
+        params.push(&key, value, &place)?;
+    }
+    Ok(params)
+}
+
+fn skip_space(chars: &mut Chars<'_>, pos: &mut usize) {
+    while chars.next_if(|c| c.is_whitespace()).is_some() {
+        *pos += 1;
     }
 }
 
-fn keyword_value(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<String> {
+type Chars<'a> = std::iter::Peekable<std::str::Chars<'a>>;
+
+/// "1st", "2nd", ... option, for messages that cannot quote the text.
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (1, 11) | (2, 12) | (3, 13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix} option")
+}
+
+fn keyword_value(chars: &mut Chars<'_>, pos: &mut usize) -> Result<String> {
     let mut value = String::new();
-    if chars.next_if_eq(&'\'').is_none() {
-        while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
+    let start = *pos + 1;
+    let mut next = |chars: &mut Chars<'_>| {
+        let c = chars.next();
+        *pos += usize::from(c.is_some());
+        c
+    };
+    if chars.peek() != Some(&'\'') {
+        while chars.peek().is_some_and(|c| !c.is_whitespace()) {
+            let c = next(chars).unwrap_or_default();
             value.push(if c == '\\' {
-                chars.next().unwrap_or(c)
+                next(chars).unwrap_or(c)
             } else {
                 c
             });
         }
         return Ok(value);
     }
+    next(chars);
     loop {
-        match chars.next() {
+        match next(chars) {
             Some('\'') => return Ok(value),
-            Some('\\') => value.extend(chars.next()),
+            Some('\\') => value.extend(next(chars)),
             Some(c) => value.push(c),
             None => {
-                return Err(
-                    Error::config("unterminated quoted string in connection info string")
-                        .with_hint("close the value with ' and escape a quote as \\'"),
-                )
+                return Err(Error::config(format!(
+                    "unterminated quoted string in connection info string (the quote at \
+                     character {start})"
+                ))
+                .with_hint(format!(
+                    "close the value with ' and escape a quote in it as \\'; {PASSWORD_HINT}"
+                )))
             }
         }
     }
@@ -203,12 +282,25 @@ fn parse_uri(rest: &str) -> Result<Params> {
     };
     parse_hostspec(hostspec, &mut params)?;
     if let Some(db) = path.filter(|p| !p.is_empty()) {
-        params.push("dbname", decode(db, "database name")?)?;
+        if db.contains('@') {
+            return Err(at_after_host());
+        }
+        params.push_known("dbname", decode(db, "database name")?);
     }
-    for pair in query.into_iter().flat_map(|q| q.split('&')) {
-        parse_query_pair(pair, &mut params)?;
+    for (n, pair) in query.into_iter().flat_map(|q| q.split('&')).enumerate() {
+        parse_query_pair(pair, n + 1, &mut params)?;
     }
     Ok(params)
+}
+
+/// An `@` in the database part is what an unencoded `/` in a password
+/// leaves behind (`postgresql://u:a/b@h/db` has host `u`, port `a` and
+/// database `b@h/db`), so it is refused rather than sent to a server as
+/// a database name (or quoted in a message as a port).
+fn at_after_host() -> Error {
+    Error::config("unexpected \"@\" after the host part of the URI").with_hint(format!(
+        "write @ in a database name as %40; {PASSWORD_HINT}"
+    ))
 }
 
 fn parse_userinfo(userinfo: &str, params: &mut Params) -> Result<()> {
@@ -217,10 +309,10 @@ fn parse_userinfo(userinfo: &str, params: &mut Params) -> Result<()> {
         None => (userinfo, None),
     };
     if !user.is_empty() {
-        params.push("user", decode(user, "user name")?)?;
+        params.push_known("user", decode(user, "user name")?);
     }
     if let Some(p) = password {
-        params.push("password", decode(p, "password")?)?;
+        params.push_known("password", decode(p, "password")?);
     }
     Ok(())
 }
@@ -238,10 +330,10 @@ fn parse_hostspec(spec: &str, params: &mut Params) -> Result<()> {
         ports.push(decode(port.unwrap_or(""), "port")?);
     }
     if hosts.iter().any(|h| !h.is_empty()) {
-        params.push("host", hosts.join(","))?;
+        params.push_known("host", hosts.join(","));
     }
     if ports.iter().any(|p| !p.is_empty()) {
-        params.push("port", ports.join(","))?;
+        params.push_known("port", ports.join(","));
     }
     Ok(())
 }
@@ -267,17 +359,17 @@ fn split_host_port(entry: &str) -> Result<(&str, Option<&str>)> {
     })
 }
 
-fn parse_query_pair(pair: &str, params: &mut Params) -> Result<()> {
+/// The `n`th `key=value` of the query. Neither key nor value is ever
+/// repeated: an unencoded "?" in a password puts the rest of the URI here.
+fn parse_query_pair(pair: &str, n: usize, params: &mut Params) -> Result<()> {
     if pair.is_empty() {
         return Ok(());
     }
+    let place = format!("URI query parameter {n}");
     let Some((key, value)) = pair.split_once('=') else {
-        // The text is not repeated: an unencoded "?" in a password lands
-        // here.
         return Err(
-            Error::config("missing key/value separator \"=\" in URI query parameter").with_hint(
-                "write URI parameters as ?key=value&key=value, and encode \
-             ? in a password as %3F",
+            Error::config(format!("missing key/value separator \"=\" in {place}")).with_hint(
+                format!("write URI parameters as ?key=value&key=value; {PASSWORD_HINT}"),
             ),
         );
     };
@@ -285,15 +377,10 @@ fn parse_query_pair(pair: &str, params: &mut Params) -> Result<()> {
     let value = decode(value, "query parameter value")?;
     // JDBC's ssl=true is accepted by libpq and means sslmode=require.
     if key == "ssl" && value == "true" {
-        return params.push("sslmode", "require".into());
+        params.push_known("sslmode", "require".into());
+        return Ok(());
     }
-    if !KEYWORDS.iter().any(|(k, _, _)| *k == key) {
-        return Err(
-            Error::config(format!("invalid URI query parameter: \"{key}\""))
-                .with_hint("check the spelling; the parameters are libpq's keywords"),
-        );
-    }
-    params.push(&key, value)
+    params.push(&key, value, &place)
 }
 
 /// Percent-decodes one URI component. `what` names the component in the
@@ -324,7 +411,9 @@ fn bad_percent(what: &str) -> Error {
     Error::config(format!(
         "invalid percent-encoded token in the {what} of the URI"
     ))
-    .with_hint("encode special characters as %XX, for example @ as %40 and / as %2F")
+    .with_hint(format!(
+        "encode special characters as %XX, for example @ as %40 and / as %2F; {PASSWORD_HINT}"
+    ))
 }
 
 #[cfg(test)]
@@ -373,16 +462,56 @@ mod tests {
     }
 
     #[test]
-    fn errors_name_the_keyword_but_never_the_value() {
+    fn errors_name_the_position_but_never_the_text() {
         let e = Params::parse("hots=x password=secret1").unwrap_err();
-        assert_eq!(e.message(), "invalid connection option \"hots\"");
+        assert_eq!(
+            e.message(),
+            "invalid connection option: unknown key in the 1st option (at character 1)"
+        );
+        assert!(
+            e.hint().unwrap().starts_with("did you mean \"host\"?"),
+            "{e:?}"
+        );
+        let e = Params::parse("host=h password=Se cRet1=x").unwrap_err();
+        assert!(e.message().contains("3rd option (at character 20)"), "{e}");
+        assert!(!e.message().contains("cRet1"), "{e}");
+        let e = Params::parse("host=h password=Se cRet1 user=x").unwrap_err();
+        assert!(
+            e.message()
+                .starts_with("missing \"=\" after the key of the 3rd option (at character 20)"),
+            "{e}"
+        );
         let e = Params::parse("postgresql://u:se%zzcret2@h/d").unwrap_err();
         assert!(!e.message().contains("cret2"), "{e}");
-        let e = Params::parse("postgresql://h/d?bogus=secret3").unwrap_err();
-        assert_eq!(e.message(), "invalid URI query parameter: \"bogus\"");
+        let e = Params::parse("postgresql://h/d?sslmode=x&bogus=secret3").unwrap_err();
+        assert_eq!(
+            e.message(),
+            "invalid connection option: unknown key in URI query parameter 2"
+        );
+        let e = Params::parse("postgresql://u:Wr/secret5@h/d").unwrap_err();
+        assert_eq!(
+            e.message(),
+            "unexpected \"@\" after the host part of the URI"
+        );
+        let e = Params::parse("postgresql://u:Wr?secret6@h/d").unwrap_err();
+        assert!(!e.message().contains("cret6"), "{e}");
         let e = Params::parse("password='secret4").unwrap_err();
         assert!(!e.message().contains("secret4"), "{e}");
+        assert!(e.message().contains("character 10"), "{e}");
         assert!(Params::parse("host").is_err());
         assert!(Params::parse("postgresql://[::1/d").is_err());
+    }
+
+    #[test]
+    fn ordinals_and_distances() {
+        let o: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 101].map(ordinal).into();
+        assert_eq!(
+            o.join(" "),
+            "1st option 2nd option 3rd option 4th option 11th option 12th option \
+             13th option 21st option 22nd option 101st option"
+        );
+        assert_eq!(edit_distance("hots", "host"), 2);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("sslmode", "sslmode"), 0);
     }
 }

@@ -270,8 +270,9 @@ fn hint(
 ) -> String {
     let auth = || {
         let mut h = format!(
-            "check the user name and password for user \"{}\": give the password in --db \
-             (postgresql://user:password@host/db), in PGPASSWORD, or in ~/.pgpass (mode 0600)",
+            "check the user name and password for user \"{}\": set the password in \
+             PGPASSWORD or in ~/.pgpass (mode 0600; PGPASSFILE or passfile= name another \
+             file), not in --db, where other users can read it with ps",
             target.user
         );
         if let Some(note) = passfile_note {

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::config::{Params, Support, KEYWORDS};
+use super::config::{Params, Support, KEYWORDS, PASSWORD_HINT};
 use super::tls::{SslMode, TlsSettings};
 use super::{Endpoint, Env, Session, Target};
 use crate::{Error, Result};
@@ -33,6 +33,30 @@ impl Lookup<'_> {
             let (_, var, _) = KEYWORDS.iter().find(|(k, _, _)| *k == keyword)?;
             self.env.var((*var)?)
         })
+    }
+
+    /// Where `keyword`'s value came from, for messages that must not
+    /// quote it: a value in the string may be a piece of a password.
+    fn origin(&self, keyword: &str) -> String {
+        let var = KEYWORDS
+            .iter()
+            .find(|(k, _, _)| *k == keyword)
+            .and_then(|(_, v, _)| *v);
+        match var {
+            Some(var) if self.params.get(keyword).is_none() => var.to_owned(),
+            _ => format!("connection option \"{keyword}\""),
+        }
+    }
+
+    /// An invalid value, named by where it came from; from the string,
+    /// the hint says how a password breaks one.
+    fn bad_value(&self, keyword: &str, allowed: &str) -> Error {
+        let mut hint = format!("{keyword} takes {allowed}");
+        if self.params.get(keyword).is_some() {
+            hint.push_str("; ");
+            hint.push_str(PASSWORD_HINT);
+        }
+        Error::config(format!("invalid value in {}", self.origin(keyword))).with_hint(hint)
     }
 
     /// Like `get`, but an empty value counts as absent (libpq falls back
@@ -112,16 +136,22 @@ fn reject_unsupported(l: &Lookup<'_>) -> Result<()> {
         None => Ok(()),
         Some(e) if e.eq_ignore_ascii_case("utf8") || e == "auto" => Ok(()),
         Some(e) if e.eq_ignore_ascii_case("utf-8") => Ok(()),
-        Some(e) => Err(
-            Error::config(format!("client_encoding \"{e}\" is not supported"))
-                .with_hint("pgtide always talks UTF8 to the server; remove client_encoding"),
-        ),
+        Some(_) => Err(Error::config(format!(
+            "{} is not supported unless UTF8",
+            l.origin("client_encoding")
+        ))
+        .with_hint("pgtide always talks UTF8 to the server; remove client_encoding")),
     }
 }
 
 fn sslmode(l: &Lookup<'_>, rootcert: Option<&std::path::Path>) -> Result<SslMode> {
     match l.non_empty("sslmode") {
-        Some(m) => SslMode::parse(m),
+        Some(m) => SslMode::parse(m).map_err(|_| {
+            l.bad_value(
+                "sslmode",
+                "disable, allow, prefer, require, verify-ca or verify-full",
+            )
+        }),
         // libpq 16: sslrootcert=system makes verify-full the default.
         None if rootcert == Some(std::path::Path::new("system")) => Ok(SslMode::VerifyFull),
         None => Ok(SslMode::Prefer),
@@ -145,14 +175,14 @@ fn endpoints(l: &Lookup<'_>, env: &Env) -> Result<Vec<Endpoint>> {
         ))
         .with_hint("give one hostaddr per host, separated by commas"));
     }
-    let ports = ports(l.get("port"), hosts.len())?;
+    let ports = ports(l, hosts.len())?;
     let default_host = match env.default_socket_dir() {
         Some(dir) => dir.to_string_lossy().into_owned(),
         None => "localhost".to_owned(),
     };
     let mut out = Vec::new();
     for ((host, addr), port) in hosts.into_iter().zip(addrs).zip(ports) {
-        let hostaddr = parse_hostaddr(addr)?;
+        let hostaddr = parse_hostaddr(l, addr)?;
         let host = match (host, hostaddr) {
             ("", None) => default_host.clone(),
             // libpq matches ~/.pgpass and checks certificates against
@@ -169,27 +199,32 @@ fn endpoints(l: &Lookup<'_>, env: &Env) -> Result<Vec<Endpoint>> {
     Ok(out)
 }
 
-fn parse_hostaddr(addr: &str) -> Result<Option<IpAddr>> {
+fn parse_hostaddr(l: &Lookup<'_>, addr: &str) -> Result<Option<IpAddr>> {
     if addr.is_empty() {
         return Ok(None);
     }
-    addr.parse().map(Some).map_err(|_| {
-        Error::config(format!("could not parse network address \"{addr}\""))
-            .with_hint("hostaddr takes numeric IP addresses; use host for names")
-    })
+    addr.parse()
+        .map(Some)
+        .map_err(|_| l.bad_value("hostaddr", "numeric IP addresses (use host for names)"))
 }
 
-fn ports(value: Option<&str>, hosts: usize) -> Result<Vec<u16>> {
-    let Some(value) = value.filter(|v| !v.is_empty()) else {
+fn ports(l: &Lookup<'_>, hosts: usize) -> Result<Vec<u16>> {
+    let Some(value) = l.non_empty("port") else {
         return Ok(vec![DEFAULT_PORT; hosts]);
     };
     let ports = value
         .split(',')
-        .map(|p| match p.trim() {
+        .enumerate()
+        .map(|(i, p)| match p.trim() {
             "" => Ok(DEFAULT_PORT),
             p => p.parse::<u16>().ok().filter(|n| *n > 0).ok_or_else(|| {
-                Error::config(format!("invalid port number: \"{p}\""))
-                    .with_hint("a port is a number from 1 to 65535, default 5432")
+                let e = l.bad_value("port", "a number from 1 to 65535, default 5432");
+                Error::config(format!(
+                    "invalid port number {} in {}",
+                    i + 1,
+                    l.origin("port")
+                ))
+                .with_hint(e.hint().unwrap_or_default().to_owned())
             }),
         })
         .collect::<Result<Vec<_>>>()?;
@@ -208,12 +243,10 @@ fn connect_timeout(l: &Lookup<'_>) -> Result<Option<Duration>> {
     let Some(v) = l.non_empty("connect_timeout") else {
         return Ok(None);
     };
-    let secs: i64 = v.trim().parse().map_err(|_| {
-        Error::config(format!(
-            "invalid integer value \"{v}\" for connection option \"connect_timeout\""
-        ))
-        .with_hint("connect_timeout is in whole seconds")
-    })?;
+    let secs: i64 = v
+        .trim()
+        .parse()
+        .map_err(|_| l.bad_value("connect_timeout", "whole seconds"))?;
     Ok((secs > 0).then(|| Duration::from_secs(secs.max(2) as u64)))
 }
 
@@ -225,19 +258,13 @@ fn session(l: &Lookup<'_>, mode: SslMode) -> Result<Session> {
         None | Some("any") => TargetSessionAttrs::Any,
         Some("read-write") => TargetSessionAttrs::ReadWrite,
         Some("read-only") => TargetSessionAttrs::ReadOnly,
-        Some(v) => {
-            return Err(bad_value(
-                "target_session_attrs",
-                v,
-                "any, read-write, read-only",
-            ))
-        }
+        Some(_) => return Err(l.bad_value("target_session_attrs", "any, read-write, read-only")),
     };
     let channel_binding = match l.non_empty("channel_binding") {
         None | Some("prefer") => ChannelBinding::Prefer,
         Some("disable") => ChannelBinding::Disable,
         Some("require") => ChannelBinding::Require,
-        Some(v) => return Err(bad_value("channel_binding", v, "disable, prefer, require")),
+        Some(_) => return Err(l.bad_value("channel_binding", "disable, prefer, require")),
     };
     let ssl_negotiation = match l.non_empty("sslnegotiation") {
         None | Some("postgres") => SslNegotiation::Postgres,
@@ -249,12 +276,12 @@ fn session(l: &Lookup<'_>, mode: SslMode) -> Result<Session> {
             ))
             .with_hint("use sslmode=require, verify-ca or verify-full"))
         }
-        Some(v) => return Err(bad_value("sslnegotiation", v, "postgres, direct")),
+        Some(_) => return Err(l.bad_value("sslnegotiation", "postgres, direct")),
     };
     let load_balance = match l.non_empty("load_balance_hosts") {
         None | Some("disable") => LoadBalanceHosts::Disable,
         Some("random") => LoadBalanceHosts::Random,
-        Some(v) => return Err(bad_value("load_balance_hosts", v, "disable, random")),
+        Some(_) => return Err(l.bad_value("load_balance_hosts", "disable, random")),
     };
     Ok(Session {
         target_session_attrs,
@@ -277,10 +304,6 @@ fn integer(l: &Lookup<'_>, kw: &str) -> Result<Option<u64>> {
     let n = v
         .trim()
         .parse()
-        .map_err(|_| bad_value(kw, v, "a non-negative integer"))?;
+        .map_err(|_| l.bad_value(kw, "a non-negative integer"))?;
     Ok(Some(n))
-}
-
-fn bad_value(kw: &str, v: &str, allowed: &str) -> Error {
-    Error::config(format!("invalid {kw} value: \"{v}\"")).with_hint(format!("{kw} takes {allowed}"))
 }

@@ -56,12 +56,10 @@ impl SslMode {
             "verify-ca" => SslMode::VerifyCa,
             "verify-full" => SslMode::VerifyFull,
             _ => {
-                return Err(
-                    Error::config(format!("invalid sslmode value: \"{s}\"")).with_hint(
-                        "use one of disable, allow, prefer, require, verify-ca, \
+                return Err(Error::config("invalid sslmode value").with_hint(
+                    "use one of disable, allow, prefer, require, verify-ca, \
                      verify-full",
-                    ),
-                )
+                ))
             }
         })
     }
