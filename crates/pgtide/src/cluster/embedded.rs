@@ -16,8 +16,16 @@
 //!   `status`/`url`/`stop` in a later invocation find the same server.
 //! - `<dir>/server.log`, `<dir>/sock/`: server log and unix socket.
 //!
+//! - `<dir>/.pgtide-server`: the marker that pgtide created `<dir>`.
+//!
 //! Concurrent `start`s (say, two loads at once) are serialised by a lock
 //! directory `<dir>.lock`, because `initdb` must run once.
+//!
+//! pgtide only ever initialises a directory it created itself: a fresh
+//! one, an empty one, or one with its marker. As root it gives `<dir>` to
+//! user `pgtide`, so a `PGTIDE_SERVER_DIR` pointing at anything else (a
+//! home directory, `/etc`) would otherwise hand someone else's files to
+//! that user.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -31,6 +39,9 @@ use super::{cluster_error, conninfo, PgBin};
 use crate::conn::pgpass::{self, Lookup};
 use crate::conn::{Env, Target};
 use crate::Result;
+
+/// The file that marks a server directory as created by pgtide.
+const MARKER: &str = ".pgtide-server";
 
 /// The embedded server at one location.
 #[derive(Debug, Clone)]
@@ -119,6 +130,7 @@ impl Embedded {
         let bin = if self.initialised() {
             self.bin_for_data(&state)?
         } else {
+            self.claim_dir()?;
             let bin = PgBin::find()?;
             self.init(&bin, &layout)?;
             bin
@@ -235,6 +247,45 @@ impl Embedded {
             base: self.dir.clone(),
             owner,
         }
+    }
+
+    /// Makes sure `<dir>` is pgtide's before anything is written or
+    /// chowned there: created now, empty, or marked by an earlier start.
+    /// Anything else is refused, and nothing in it is touched.
+    fn claim_dir(&self) -> Result<()> {
+        let marker = self.dir.join(MARKER);
+        match std::fs::metadata(&self.dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(parent) = self.dir.parent() {
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| owner::io_error(parent, "create", e))?;
+                }
+                std::fs::create_dir(&self.dir)
+                    .map_err(|e| owner::io_error(&self.dir, "create", e))?;
+            }
+            Err(e) => return Err(owner::io_error(&self.dir, "read", e)),
+            Ok(m) if !m.is_dir() => return Err(self.foreign("is not a directory")),
+            Ok(_) if marker.symlink_metadata().is_ok_and(|m| m.is_file()) => return Ok(()),
+            Ok(_) => {
+                let mut entries = std::fs::read_dir(&self.dir)
+                    .map_err(|e| owner::io_error(&self.dir, "read", e))?;
+                if entries.next().is_some() {
+                    return Err(self.foreign("is not empty and was not created by pgtide"));
+                }
+            }
+        }
+        server::write_private(&marker, b"created by pgtide for its embedded server\n")
+    }
+
+    fn foreign(&self, what: &str) -> crate::Error {
+        cluster_error(
+            format!(
+                "refusing to set up the embedded server in {}: it {what}",
+                self.dir.display()
+            ),
+            "point PGTIDE_SERVER_DIR at a directory that does not exist yet (pgtide creates it) \
+             or an empty one; pgtide never takes over a directory holding other files",
+        )
     }
 
     fn initialised(&self) -> bool {
@@ -363,4 +414,34 @@ pub fn server_url() -> Result<String> {
 /// A target for the embedded server, started if needed.
 pub fn server_target() -> Result<Target> {
     Embedded::default_location()?.target()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_fresh_empty_or_marked_directory_is_claimed() {
+        let parent = tempfile::tempdir().unwrap();
+        let fresh = Embedded::at(parent.path().join("a/server"));
+        fresh.claim_dir().unwrap();
+        assert!(fresh.dir().join(MARKER).is_file());
+        fresh.claim_dir().expect("its own directory again");
+
+        let empty = Embedded::at(parent.path().join("empty"));
+        std::fs::create_dir(empty.dir()).unwrap();
+        empty.claim_dir().unwrap();
+        assert!(empty.dir().join(MARKER).is_file());
+
+        let foreign = Embedded::at(parent.path().join("foreign"));
+        std::fs::create_dir(foreign.dir()).unwrap();
+        std::fs::write(foreign.dir().join("notes.txt"), "mine").unwrap();
+        let e = foreign.claim_dir().unwrap_err();
+        assert!(e.message().contains("not created by pgtide"), "{e:?}");
+        assert!(e.hint().unwrap().contains("PGTIDE_SERVER_DIR"), "{e:?}");
+        assert!(!foreign.dir().join(MARKER).exists());
+
+        let file = Embedded::at(parent.path().join("foreign/notes.txt"));
+        assert!(file.claim_dir().is_err());
+    }
 }
