@@ -33,8 +33,9 @@ pub struct QualifiedName {
 
 impl QualifiedName {
     /// Parses `name`, `schema.name`, `"Mixed Case"."x.y"` with SQL's rules:
-    /// unquoted parts fold to lower case, quoted parts keep their case and
-    /// may contain dots.
+    /// unquoted parts fold to lower case (ASCII letters only, as
+    /// PostgreSQL does: `ÜNÏ` means `"ÜnÏ"`), quoted parts keep their case
+    /// and may contain dots.
     pub fn parse(input: &str) -> Result<QualifiedName> {
         let parts = split_parts(input).ok_or_else(|| {
             Error::config(format!("invalid table name {input:?}")).with_hint(
@@ -81,24 +82,14 @@ fn split_parts(input: &str) -> Option<Vec<String>> {
     let mut chars = input.trim().chars().peekable();
     loop {
         let mut part = String::new();
-        if chars.peek() == Some(&'"') {
-            chars.next();
-            loop {
-                match chars.next()? {
-                    '"' if chars.peek() == Some(&'"') => {
-                        chars.next();
-                        part.push('"');
-                    }
-                    '"' => break,
-                    c => part.push(c),
-                }
-            }
+        if chars.next_if_eq(&'"').is_some() {
+            part = quoted_rest(&mut chars)?;
         } else {
             while let Some(&c) = chars.peek() {
                 if c == '.' {
                     break;
                 }
-                part.extend(c.to_lowercase());
+                part.push(c.to_ascii_lowercase());
                 chars.next();
             }
         }
@@ -114,9 +105,96 @@ fn split_parts(input: &str) -> Option<Vec<String>> {
     }
 }
 
+/// Parses a column list the way psql's `\copy t (a, "B c")` and COPY's
+/// FORCE_NULL take it: names separated by commas, optionally in
+/// parentheses; unquoted names fold to lower case (ASCII only, as in
+/// [`QualifiedName::parse`]); quoted names keep case, spaces, commas and
+/// `""` for a quote. A plain split on commas cannot name such columns.
+pub fn parse_column_list(input: &str) -> Result<Vec<String>> {
+    let bad = |why: &str| {
+        Error::config(format!("invalid column list {input:?}: {why}")).with_hint(
+            "separate names by commas; unquoted names fold to lower case, quote a name to keep \
+             case, spaces or commas: --columns 'id, \"Full Name\"'",
+        )
+    };
+    let trimmed = input.trim();
+    let inner = match trimmed.strip_prefix('(') {
+        Some(rest) => rest
+            .strip_suffix(')')
+            .ok_or_else(|| bad("unclosed parenthesis"))?,
+        None => trimmed,
+    };
+    let mut chars = inner.chars().peekable();
+    let mut names = Vec::new();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let name = if chars.next_if_eq(&'"').is_some() {
+            quoted_rest(&mut chars).ok_or_else(|| bad("unclosed quote"))?
+        } else {
+            let mut name = String::new();
+            while let Some(c) = chars.next_if(|c| !matches!(c, ',' | '"') && !c.is_whitespace()) {
+                name.push(c.to_ascii_lowercase());
+            }
+            name
+        };
+        if name.is_empty() {
+            return Err(bad("empty name"));
+        }
+        names.push(name);
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        match chars.next() {
+            None => return Ok(names),
+            Some(',') => {}
+            Some(_) => return Err(bad("expected a comma between names")),
+        }
+    }
+}
+
+/// The rest of a quoted identifier after its opening quote; `""` is a
+/// quote. `None` when the closing quote is missing.
+fn quoted_rest(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<String> {
+    let mut name = String::new();
+    loop {
+        match chars.next()? {
+            '"' if chars.next_if_eq(&'"').is_some() => name.push('"'),
+            '"' => return Some(name),
+            c => name.push(c),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn folds_ascii_only_as_postgresql_does() {
+        let q = QualifiedName::parse("ÜNÏ.Çafé").unwrap();
+        assert_eq!(q.schema.as_deref(), Some("ÜnÏ"));
+        assert_eq!(q.name, "Çafé");
+        assert_eq!(parse_column_list("ÜNÏ").unwrap(), ["ÜnÏ"]);
+    }
+
+    #[test]
+    fn column_lists_take_sql_identifiers() {
+        let l = |s: &str| parse_column_list(s).unwrap();
+        assert_eq!(l("id,name"), ["id", "name"]);
+        assert_eq!(l(" ID , Name "), ["id", "name"]);
+        assert_eq!(
+            l(r#"(a, "B c", "x,y", "q""t")"#),
+            ["a", "B c", "x,y", r#"q"t"#]
+        );
+        assert_eq!(
+            l(r#""Mixed"Case"#.replace("Case", ",case").as_str()),
+            ["Mixed", "case"]
+        );
+        for bad in [
+            "", "a,", ",a", "a b", r#""open"#, r#""""#, "(a", "a,,b", r#"a"b""#,
+        ] {
+            let e = parse_column_list(bad).expect_err(bad);
+            assert!(e.hint().is_some(), "{bad}");
+        }
+    }
 
     #[test]
     fn quotes_embedded_quotes() {

@@ -99,12 +99,16 @@ pub(super) struct Shared {
     pub bytes: u64,
 }
 
-/// What the reader thread read.
+/// What the reader thread read, also when it failed: the rows handed
+/// out before an error were read, and the summary must say so.
+#[derive(Default)]
 struct ReadStats {
     rows: u64,
     notes: Vec<String>,
     /// Reading stopped early because a stop was requested.
     interrupted: bool,
+    /// Why reading stopped before the end of the inputs.
+    error: Option<Error>,
 }
 
 /// Runs the load. Nothing is written (table, reject file) until every
@@ -224,31 +228,32 @@ async fn start_writing(
 }
 
 /// Waits for the reader thread.
-fn reader_join(reader: std::thread::JoinHandle<Result<ReadStats>>) -> Result<Result<ReadStats>> {
+fn reader_join(reader: std::thread::JoinHandle<ReadStats>) -> Result<ReadStats> {
     reader
         .join()
         .map_err(|_| Error::bug("the input reader thread panicked"))
 }
 
 /// Why a reader that stopped before its first chunk stopped.
-fn reader_error(read: Result<Result<ReadStats>>) -> Error {
+fn reader_error(read: Result<ReadStats>) -> Error {
     match read {
-        Ok(Ok(_)) => Error::bug("the input reader ended without saying so"),
-        Ok(Err(e)) | Err(e) => e,
+        Ok(ReadStats { error: Some(e), .. }) | Err(e) => e,
+        Ok(_) => Error::bug("the input reader ended without saying so"),
     }
 }
 
-fn summarize(shared: Arc<Mutex<Shared>>, read: Result<ReadStats>) -> Outcome {
+fn summarize(shared: Arc<Mutex<Shared>>, read: ReadStats) -> Outcome {
     let mut s = std::mem::take(&mut *shared.lock().expect("worker state lock"));
     s.done.sort_by_key(|d| (d.seq, d.first_line));
     s.failed.sort_by_key(|f| f.seq);
     let mut failures = s.failed.into_iter();
     let first_failure = failures.next();
-    let (rows_read, notes, read_error) = match read {
-        Ok(r) if r.interrupted => (r.rows, r.notes, Some(interrupted())),
-        Ok(r) => (r.rows, r.notes, None),
-        Err(e) => (0, Vec::new(), Some(e)),
+    let read_error = match read.error {
+        Some(e) => Some(e),
+        None if read.interrupted => Some(interrupted()),
+        None => None,
     };
+    let (rows_read, notes) = (read.rows, read.notes);
     let (mut failure, failed_row) = match (first_failure, read_error) {
         (Some(f), _) => (Some(f.error), f.row),
         (None, Some(e)) => (Some(e), None),
@@ -397,12 +402,22 @@ fn read_all(
     tx: &async_channel::Sender<Chunk>,
     ready: tokio::sync::oneshot::Sender<Option<Bytes>>,
     progress: &Arc<Progress>,
-) -> Result<ReadStats> {
-    let mut stats = ReadStats {
-        rows: 0,
-        notes: Vec::new(),
-        interrupted: false,
-    };
+) -> ReadStats {
+    let mut stats = ReadStats::default();
+    if let Err(e) = read_inputs(plan, tx, ready, progress, &mut stats) {
+        stats.error = Some(e);
+    }
+    stats
+}
+
+/// [`read_all`]'s work; `stats` counts what was handed out so far.
+fn read_inputs(
+    plan: &Plan,
+    tx: &async_channel::Sender<Chunk>,
+    ready: tokio::sync::oneshot::Sender<Option<Bytes>>,
+    progress: &Arc<Progress>,
+    stats: &mut ReadStats,
+) -> Result<()> {
     let mut ready = Some(ready);
     let mut seq = 0;
     let mode = header_mode(plan.header);
@@ -436,13 +451,13 @@ fn read_all(
                 // Not counted as read: only chunks handed out are, so the
                 // summary's identity holds for what was attempted.
                 stats.interrupted = true;
-                return Ok(stats);
+                return Ok(());
             }
             stats.rows += chunk.records;
             cut += chunk.data.len() as u64;
             Progress::add(&progress.rows_read, chunk.records);
             if tx.send_blocking(chunk).is_err() {
-                return Ok(stats); // a worker failed; stop reading
+                return Ok(()); // a worker failed; stop reading
             }
         }
         if first {
@@ -460,7 +475,7 @@ fn read_all(
     if let Some(ready) = ready {
         let _ = ready.send(None);
     }
-    Ok(stats)
+    Ok(())
 }
 
 /// An input read to its end: its header and chunks (and, after an end
