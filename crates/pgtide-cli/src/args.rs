@@ -181,7 +181,7 @@ pub struct LoadArgs {
     pub encoding: Option<String>,
 
     /// Connections loading in parallel into the same table.
-    #[arg(long, short = 'w', default_value_t = 1)]
+    #[arg(long, short = 'w', default_value_t = 1, value_parser = workers)]
     pub workers: usize,
 
     /// Empty the table (TRUNCATE) before loading: only once the options,
@@ -210,7 +210,7 @@ pub struct LoadArgs {
     pub batch_rows: Option<usize>,
 
     /// Chunk size in bytes: the unit of parallelism and of commit.
-    #[arg(long, value_name = "BYTES", default_value_t = pgtide::chunk::DEFAULT_CHUNK_BYTES, hide_short_help = true)]
+    #[arg(long, value_name = "BYTES", default_value_t = pgtide::chunk::DEFAULT_CHUNK_BYTES, value_parser = chunk_bytes, hide_short_help = true)]
     pub chunk_bytes: usize,
 
     /// Longest record accepted, in bytes. A chunk holds whole records, so
@@ -256,6 +256,40 @@ pub struct LoadArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Most `--workers`: each worker is one server connection (PostgreSQL
+/// allows 100 by default) holding one chunk in memory, and past a few
+/// dozen, connections loading one table only wait on each other's locks
+/// and WAL. Huge values would otherwise exhaust memory before any check.
+pub const MAX_WORKERS: usize = 1024;
+
+/// Largest `--chunk-bytes`: 1 GiB, PostgreSQL's own limit for one
+/// allocation (MaxAllocSize). A chunk is held in memory whole, up to
+/// `workers + 2` of them, and is one transaction; larger ones only make
+/// failures costlier.
+pub const MAX_CHUNK_BYTES: usize = 1 << 30;
+
+fn workers(s: &str) -> Result<usize, String> {
+    bounded(s, 1, MAX_WORKERS, "each worker is a server connection")
+}
+
+fn chunk_bytes(s: &str) -> Result<usize, String> {
+    bounded(
+        s,
+        1,
+        MAX_CHUNK_BYTES,
+        "a chunk is held in memory whole, PostgreSQL's own limit for one allocation is 1 GiB",
+    )
+}
+
+/// A number in `min..=max`; the error says why there is a limit.
+fn bounded(s: &str, min: usize, max: usize, why: &str) -> Result<usize, String> {
+    match s.trim().parse::<u128>() {
+        Ok(n) if n >= min as u128 && n <= max as u128 => Ok(n as usize),
+        Ok(_) => Err(format!("must be from {min} to {max} ({why})")),
+        Err(_) => Err(format!("must be a whole number from {min} to {max}")),
+    }
 }
 
 const LOAD_AFTER_HELP: &str = "\

@@ -3,6 +3,8 @@
 //! Errors print as `error: ...` and `hint: ...` on stderr, never as a panic
 //! or a backtrace. Exit codes are documented in `pgtide load --help`.
 
+#[macro_use]
+mod out;
 mod args;
 mod cmd;
 mod progress;

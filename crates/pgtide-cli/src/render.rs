@@ -45,11 +45,11 @@ pub fn load_summary(r: &Report, json: bool) {
         v["mb_per_sec"] = serde_json::json!(r.mb_per_sec());
         v["ok"] = serde_json::json!(r.failure.is_none());
         v["error"] = serde_json::json!(r.failure.as_ref().map(|e| e.message().to_owned()));
-        println!("{v}");
+        outln!("{v}");
         return;
     }
-    println!("{}", rows_line(r));
-    println!(
+    outln!("{}", rows_line(r));
+    outln!(
         "into {} in {:.2} s ({:.0} rows/s, {:.1} MB/s, {} worker{}, method {}, PostgreSQL {})",
         r.table,
         r.seconds,
@@ -61,16 +61,18 @@ pub fn load_summary(r: &Report, json: bool) {
         r.server_version,
     );
     for note in &r.notes {
-        println!("note: {note}");
+        outln!("note: {note}");
     }
     if r.failure.is_some() {
         if r.committed.is_empty() {
-            println!("committed: nothing");
+            outln!("committed: nothing");
         }
         for c in &r.committed {
-            println!(
+            outln!(
                 "done: {} lines {}-{} (committed or rejected)",
-                c.input, c.first, c.last
+                c.input,
+                c.first,
+                c.last
             );
         }
     }
@@ -134,7 +136,7 @@ pub fn export_summary(r: &pgtide::export::ExportReport, json: bool) {
     if r.output == "-" {
         eprintln!("{text}");
     } else {
-        println!("{text}");
+        outln!("{text}");
     }
 }
 

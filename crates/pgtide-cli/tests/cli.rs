@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::process::Output;
+use std::process::{Command, Output, Stdio};
 
 use common::{cluster, pgtide, psql, text};
 use pgtide::cluster::{Cluster, ClusterOptions, PgBin};
@@ -368,4 +368,284 @@ fn force_overwrites_a_reject_file_and_reject_files_are_private() {
         psql(&c, "SELECT string_agg(id::text, ',' ORDER BY id) FROM t"),
         "10,12"
     );
+}
+
+/// Every piece of two or more characters of `password`: none may appear
+/// in anything pgtide prints.
+fn assert_no_piece_of(password: &str, out: &Output, db: &str) {
+    let printed = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    let chars: Vec<char> = password.chars().collect();
+    for len in 2..=chars.len() {
+        for w in chars.windows(len) {
+            let piece: String = w.iter().collect();
+            assert!(
+                !printed.contains(&piece),
+                "{piece:?} of the password printed for --db {db:?}:\n{printed}"
+            );
+        }
+    }
+}
+
+#[test]
+fn no_piece_of_a_password_is_ever_printed_and_the_hint_keeps_it_out_of_db() {
+    let c = cluster();
+    let port = c.port();
+    // Letters chosen so that no pair of them occurs in pgtide's or the
+    // server's own wording; each has the characters that break a
+    // connection string when typed raw.
+    let passwords = [
+        r#"Qz:Xj@Vk/Wq=Jx'Zk"Yq Kv"#,
+        "Zq@Jv/Xk?Yw",
+        "Vx?Jq=Zk@Qj",
+        "Wz Jq=Xv",
+        "Kq'Zx Vj",
+        "Jz%Qx:Wv",
+        "Xq:Zj:Vw@Kx",
+    ];
+    for pw in passwords {
+        let encoded: String = pw
+            .bytes()
+            .map(|b| match b {
+                b if b.is_ascii_alphanumeric() => (b as char).to_string(),
+                b => format!("%{b:02X}"),
+            })
+            .collect();
+        let quoted = pw.replace('\\', "\\\\").replace('\'', "\\'");
+        let dbs = [
+            format!("postgresql://postgres:{pw}@127.0.0.1:{port}/postgres"),
+            format!("postgresql://postgres:{pw}@127.0.0.1:{port}/postgres?sslmode=disable"),
+            format!("host=127.0.0.1 port={port} user=postgres password={pw} dbname=postgres"),
+            format!("password={pw} host=127.0.0.1 port={port} user=postgres"),
+            format!("host=127.0.0.1 password='{pw}' port={port}"),
+            // Written correctly: the server refuses the wrong password.
+            format!("postgresql://postgres:{encoded}@127.0.0.1:{port}/postgres"),
+            format!("host=127.0.0.1 port={port} user=postgres password='{quoted}'"),
+        ];
+        for (i, db) in dbs.iter().enumerate() {
+            let out = pgtide(&["load", "-", "--table", "t", "--db", db], b"1\n");
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{db}: {err}");
+            assert!(
+                err.starts_with("error: ") && err.contains("\nhint: "),
+                "{err}"
+            );
+            assert!(!err.contains("panicked"), "{err}");
+            assert_no_piece_of(pw, &out, db);
+            if i >= 5 {
+                assert!(err.contains("authentication failed"), "{db}: {err}");
+                assert!(
+                    err.contains("PGPASSWORD") && err.contains(".pgpass"),
+                    "{err}"
+                );
+                assert!(err.contains("not in --db"), "{err}");
+            }
+        }
+    }
+}
+
+#[test]
+fn server_start_refuses_a_directory_it_did_not_create_and_touches_nothing() {
+    use std::os::unix::fs::MetadataExt;
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("theirs");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("sub/file.txt"), "someone else's").unwrap();
+    // As root (CI, containers), give the files a foreign owner, as a
+    // user's own directory would have: they must keep it.
+    let foreign = 4242;
+    let root = running_as_root();
+    if root {
+        for p in [dir.clone(), dir.join("sub"), dir.join("sub/file.txt")] {
+            std::os::unix::fs::chown(&p, Some(foreign), Some(foreign)).unwrap();
+        }
+    }
+    let owners = || {
+        ["", "sub", "sub/file.txt"].map(|p| {
+            let m = std::fs::metadata(dir.join(p)).unwrap();
+            (m.uid(), m.gid(), m.mode())
+        })
+    };
+    let before = owners();
+    let out = Command::new(env!("CARGO_BIN_EXE_pgtide"))
+        .args(["server", "start"])
+        .env("PGTIDE_SERVER_DIR", &dir)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error: refusing to set up the embedded server in"),
+        "{err}"
+    );
+    assert!(err.contains("not created by pgtide"), "{err}");
+    assert!(
+        err.contains("\nhint: ") && err.contains("PGTIDE_SERVER_DIR"),
+        "{err}"
+    );
+    assert_eq!(owners(), before, "owners or modes changed");
+    if root {
+        assert_eq!(before[2].0, foreign);
+    }
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["sub"], "nothing written into the directory");
+}
+
+/// Whether this test runs as root (the case where pgtide chowns).
+fn running_as_root() -> bool {
+    let out = Command::new("id").arg("-u").output().unwrap();
+    text(&out.stdout).trim() == "0"
+}
+
+/// Runs pgtide with its stdout a pipe nobody reads (`pgtide ... | head`
+/// after head exited).
+fn pgtide_closed_stdout(args: &[&str], envs: &[(&str, &std::path::Path)]) -> Output {
+    // A socket pair with one end closed fails writes with EPIPE, as a
+    // pipe does (std::io::pipe is newer than the workspace's MSRV).
+    let (writer, reader) = std::os::unix::net::UnixStream::pair().unwrap();
+    drop(reader);
+    let writer = Stdio::from(std::os::fd::OwnedFd::from(writer));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pgtide"));
+    c.args(args).env_remove("PGHOST").stdin(Stdio::null());
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    c.stdout(writer).stderr(Stdio::piped()).output().unwrap()
+}
+
+#[test]
+fn huge_numbers_and_a_closed_stdout_end_cleanly_without_a_server() {
+    for (flag, value) in [
+        ("--workers", "1000000000000"),
+        ("--workers", "0"),
+        ("--chunk-bytes", "9223372036854775808"),
+        ("--chunk-bytes", "99999999999999999999999"),
+    ] {
+        let out = pgtide(&["load", "-", "--table", "t", flag, value], b"");
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {err}");
+        assert!(err.contains("from 1 to"), "{flag} {value}: {err}");
+        assert!(!err.contains("bug") && !err.contains("panicked"), "{err}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = dir.path().join("none");
+    let out = pgtide_closed_stdout(
+        &["server", "status"],
+        &[("PGTIDE_SERVER_DIR", server.as_path())],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "", "quiet on a closed stdout");
+}
+
+#[test]
+fn names_columns_encodings_and_reader_errors_as_postgresql_and_psql_would() {
+    let c = cluster();
+    let db = c.conninfo();
+    // PostgreSQL folds ASCII letters only: ÜNÏ means "ÜnÏ", not "ünï".
+    psql(
+        &c,
+        r#"CREATE TABLE "ÜnÏ" (id int, "B c" text, "x,y" text, "q""t" text, low text)"#,
+    );
+    let cols = r#"(ID, "B c", "x,y", "q""t", LOW)"#;
+    let out = pgtide(
+        &[
+            "load",
+            "-",
+            "--table",
+            "ÜNÏ",
+            "--columns",
+            cols,
+            "--db",
+            &db,
+        ],
+        b"1,a,b,c,d\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        psql(
+            &c,
+            r#"SELECT concat_ws('|', id, "B c", "x,y", "q""t", low) FROM "ÜnÏ""#
+        ),
+        "1|a|b|c|d"
+    );
+
+    // A closed stdout after a load: the load's own exit code, no panic.
+    let input = dir_with("two.csv", b"2,e,f,g,h\n");
+    let path = input.path().join("two.csv");
+    let out = pgtide_closed_stdout(
+        &[
+            "load",
+            path.to_str().unwrap(),
+            "--table",
+            "ÜNÏ",
+            "--db",
+            &db,
+        ],
+        &[],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("bug") && !err.contains("panicked"), "{err}");
+
+    // An unknown --encoding is an option error: nothing loaded, nothing
+    // truncated, no reject file.
+    let rejects = input.path().join("r.csv");
+    let out = pgtide(
+        &[
+            "load",
+            "-",
+            "--table",
+            "ÜNÏ",
+            "--encoding",
+            "klingon",
+            "--truncate",
+            "--rejects",
+            rejects.to_str().unwrap(),
+            "--db",
+            &db,
+        ],
+        b"3,i,j,k,l\n",
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("error: --encoding \"klingon\""), "{err}");
+    assert_eq!(psql(&c, r#"SELECT count(*) FROM "ÜnÏ""#), "2");
+    assert!(!rejects.exists());
+
+    // A reader error after some chunks: the summary counts what was read.
+    psql(&c, "CREATE TABLE big (id int, v text)");
+    let mut csv = Vec::new();
+    for i in 0..50_000 {
+        csv.extend(format!("{i},row number {i}\n").bytes());
+    }
+    let mut zst = zstd::encode_all(&csv[..], 1).unwrap();
+    zst.truncate(zst.len() - 16);
+    let out = pgtide(
+        &[
+            "load",
+            "-",
+            "--table",
+            "big",
+            "--chunk-bytes",
+            "4096",
+            "--json",
+            "--db",
+            &db,
+        ],
+        &zst,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    let loaded: u64 = psql(&c, "SELECT count(*) FROM big").parse().unwrap();
+    assert!(loaded > 0, "{v}");
+    assert_eq!(v["rows_read"], loaded, "{v}");
+    assert_eq!(v["rows_loaded"], loaded, "{v}");
+}
+
+fn dir_with(name: &str, bytes: &[u8]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(name), bytes).unwrap();
+    dir
 }

@@ -15,17 +15,17 @@ fn blocking(action: ServerAction) -> pgtide::Result<u8> {
     match action {
         ServerAction::Start => {
             let s = cluster::server_start()?;
-            println!("{s}");
+            outln!("{s}");
         }
         ServerAction::Stop => {
             let s = cluster::server_stop()?;
-            println!("{s}");
+            outln!("{s}");
         }
         ServerAction::Status => {
             let s = cluster::server_status()?;
-            println!("{s}");
+            outln!("{s}");
         }
-        ServerAction::Url => println!("{}", cluster::server_url()?),
+        ServerAction::Url => outln!("{}", cluster::server_url()?),
     }
     Ok(crate::EXIT_OK)
 }
