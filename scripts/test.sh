@@ -2,12 +2,12 @@
 # The test command (README, .ci/run): lint, then the whole suite against
 # real throwaway PostgreSQL clusters, once per server version.
 #
-#   scripts/test.sh            PG 15 (Debian's) and PG 17 (fetched from Maven)
+#   scripts/test.sh            PG 15 (Debian's), PG 17 and PG 18 (fetched from Maven)
 #   PGTIDE_VERSIONS="15" scripts/test.sh   only some versions
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-versions=${PGTIDE_VERSIONS:-"15 17.5.0"}
+versions=${PGTIDE_VERSIONS:-"15 17.5.0 18.1.0"}
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings

@@ -452,7 +452,7 @@ impl Loader {
         let mut skipped = Vec::new();
         if let Some(n) = self.notices.as_mut() {
             while let Ok(notice) = n.try_recv() {
-                if notice.routine() != Some("NextCopyFrom") {
+                if !is_skip_notice(notice.routine()) {
                     continue;
                 }
                 let line = first_number(notice.message());
@@ -476,6 +476,13 @@ impl Loader {
         let plain = self.spec.copy_sql.clone();
         self.copy_with(&plain, batch).await
     }
+}
+
+/// Whether a NOTICE with this routine is ON_ERROR's "skipping row ...":
+/// raised by `NextCopyFrom` up to PostgreSQL 17 and by
+/// `CopyFromTextLikeOneRow` from 18 on (the per-format row routines).
+fn is_skip_notice(routine: Option<&str>) -> bool {
+    matches!(routine, Some("NextCopyFrom" | "CopyFromTextLikeOneRow"))
 }
 
 /// The first decimal number in a message: the line in "skipping row due
