@@ -119,6 +119,15 @@ impl Cluster {
         })
     }
 
+    /// Stops the server with `pg_ctl stop -m <mode>` (`fast`: sessions
+    /// are ended and a checkpoint written; `immediate`: no checkpoint,
+    /// crash recovery at the next start) and starts it again on the same
+    /// port. Every open session is gone afterwards. For fault tests.
+    pub fn restart(&self, mode: &str) -> Result<()> {
+        server::stop(&self.bin, &self.layout, mode)?;
+        server::start(&self.bin, &self.layout, self.port)
+    }
+
     /// The superuser connection (user and database `postgres`), password
     /// included. Built from an empty environment, so the caller's `PG*`
     /// variables cannot redirect it.
