@@ -11,6 +11,10 @@ versions=${PGTIDE_VERSIONS:-"15 17.5.0 18.1.0"}
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+# Every public item documented, no broken doc link (issue 11).
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
+# No unused dependency (cargo-machete, installed by scripts/setup.sh).
+cargo machete --skip-target-dir
 # Build everything once; each server version then only runs the tests.
 cargo test --workspace --no-run --quiet
 cargo bench --workspace --no-run --quiet

@@ -53,9 +53,12 @@ pub fn write_header(out: &mut Vec<u8>) {
     out.extend_from_slice(&0i32.to_be_bytes());
 }
 
+/// The 2-byte trailer that ends binary COPY data: a field count of -1.
+pub const TRAILER: &[u8; 2] = &[0xff, 0xff];
+
 /// Appends the trailer: a field count of -1, which ends the COPY data.
 pub fn write_trailer(out: &mut Vec<u8>) {
-    out.extend_from_slice(&(-1i16).to_be_bytes());
+    out.extend_from_slice(TRAILER);
 }
 
 /// A field's encoded bytes did not fit the format's int32 length.

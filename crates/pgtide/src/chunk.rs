@@ -1,10 +1,10 @@
 //! Cutting an input stream into chunks that end on true record boundaries.
 //!
-//! A [`Chunk`] is the unit of parallelism, of the commit model and (later)
-//! of error isolation: each is loaded by one `COPY ... FROM STDIN` on one
-//! connection. It carries where it came from (first physical line, first
-//! record number, byte offset in the decompressed input) so that any error
-//! the server reports inside it can be mapped back to the original file.
+//! A [`Chunk`] is the unit of parallelism, of the commit model and of
+//! error isolation: each is loaded in one transaction on one connection.
+//! It carries where it came from (first physical line, first record
+//! number, byte offset in the decompressed input) so that any error the
+//! server reports inside it can be mapped back to the original file.
 //!
 //! Boundaries come from `copyfmt::scan`, which parses quoting and escapes
 //! as the server does; a chunk is cut at the last boundary after the target

@@ -2,7 +2,7 @@
 //!
 //! Follows rust-csv and rust-postgres: a boxed private payload behind public
 //! questions (`kind()`, `sqlstate()`, `hint()`). A bad *row* is never an
-//! `Error`; it is a reject (see the reject module of a later issue). An
+//! `Error`; it is a reject (see the `reject` module). An
 //! `Error` ends the operation, and its `hint` tells the user what to do next.
 
 use std::fmt;
@@ -15,8 +15,9 @@ pub enum ErrorKind {
     Config,
     /// A server could not be reached or refused the connection.
     Connect,
-    /// A connection was lost while working (SQLSTATE class 08 or a broken
-    /// socket); the only kind that is worth retrying as such.
+    /// A connection was lost while working (SQLSTATE class 08, the session
+    /// terminated by 57P01-57P03, or a broken socket: [`classify`] says
+    /// [`Class::Connection`]); the only kind that is worth retrying as such.
     ConnectionLost,
     /// The server rejected a statement (the SQLSTATE says why).
     Server,
@@ -146,11 +147,12 @@ impl std::error::Error for Error {
 }
 
 impl From<tokio_postgres::Error> for Error {
-    /// Classifies by SQLSTATE and socket state, never by message text.
+    /// Classifies by SQLSTATE and socket state, never by message text:
+    /// the kind agrees with [`classify`].
     fn from(err: tokio_postgres::Error) -> Self {
         if let Some(db) = err.as_db_error() {
             let code = db.code().code().to_owned();
-            let kind = if code.starts_with("08") {
+            let kind = if classify(&err) == Class::Connection {
                 ErrorKind::ConnectionLost
             } else {
                 ErrorKind::Server

@@ -2,6 +2,7 @@
 //! length-prefixed tuples, skipping field data in bulk.
 
 use super::{Acc, Boundary, Ev, Scanner, Stop};
+use crate::binary::{HEADER_LEN, SIGNATURE};
 
 /// The binary machine: which part of the file the next byte belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,12 +22,6 @@ pub(super) enum Bin {
     /// Field data bytes left to skip; fields left after this one.
     Data(u16, u32),
 }
-
-/// `PGCOPY\n\377\r\n\0`: the first 11 bytes of every binary COPY file.
-const SIGNATURE: &[u8; 11] = b"PGCOPY\n\xff\r\n\0";
-
-/// Signature + flags + extension length.
-const FIXED_HEADER_LEN: usize = 19;
 
 impl Scanner {
     /// Binary: walks the length words, skipping field data in bulk.
@@ -124,7 +119,7 @@ impl Scanner {
         if len > i32::MAX as u32 {
             return Err("invalid COPY file header (missing length)");
         }
-        self.header_len = Some(FIXED_HEADER_LEN + len as usize);
+        self.header_len = Some(HEADER_LEN + len as usize);
         self.goto_bin(if len == 0 {
             Bin::Count(0, 0)
         } else {

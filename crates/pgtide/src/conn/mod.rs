@@ -10,7 +10,7 @@
 //! The pieces, in the order a connection goes through them:
 //!
 //! - `config`: the string (URI or `key=value`) → keyword/value pairs.
-//! - [`env`]: the environment, as one value that tests can replace.
+//! - [`env`](mod@env): the environment, as one value that tests can replace.
 //! - `resolve`: pairs + environment → a [`Target`] (defaults applied).
 //! - [`pgpass`]: the password file, looked up per host at connect time.
 //! - `tls`: `sslmode` → an OpenSSL connector with libpq's rules.

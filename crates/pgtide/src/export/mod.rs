@@ -390,8 +390,9 @@ fn explain(e: Error, output: &str) -> Error {
         format!("nothing was written to {output}")
     };
     let code = e.sqlstate().map(str::to_owned);
-    let lost = e.kind() == ErrorKind::ConnectionLost
-        || matches!(code.as_deref(), Some("57P01" | "57P02" | "57P03"));
+    // A terminated session (57P01-57P03) is ConnectionLost too: one
+    // classifier, `error::classify`, decides both.
+    let lost = e.kind() == ErrorKind::ConnectionLost;
     let (kind, message, hint) = if lost {
         (
             ErrorKind::ConnectionLost,

@@ -127,10 +127,11 @@ async fn stream(
     }
     if framing == Framing::BinaryBody {
         // The last message is the trailer, a field count of -1.
-        if !buf.ends_with(&[0xff, 0xff]) {
+        let trailer = copyfmt::binary::TRAILER;
+        if !buf.ends_with(trailer) {
             return Err(Error::bug("binary COPY data did not end with its trailer"));
         }
-        buf.truncate(buf.len() - 2);
+        buf.truncate(buf.len() - trailer.len());
     }
     got.rows = messages.saturating_sub(extra_messages);
     got.bytes += buf.len() as u64;

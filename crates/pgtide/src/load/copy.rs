@@ -15,9 +15,6 @@ use tokio_postgres::Client;
 /// docs/benchmarks.md ("message size").
 pub const MESSAGE_BYTES: usize = 64 * 1024;
 
-/// The binary COPY trailer: a field count of -1.
-const BINARY_TRAILER: &[u8] = &[0xff, 0xff];
-
 /// What to send around each chunk's bytes.
 #[derive(Debug, Clone, Default)]
 pub struct Framing {
@@ -49,7 +46,8 @@ pub async fn copy_bytes(
         off = end;
     }
     if framing.binary_trailer {
-        sink.feed(Bytes::from_static(BINARY_TRAILER)).await?;
+        sink.feed(Bytes::from_static(copyfmt::binary::TRAILER))
+            .await?;
     }
     sink.finish().await
 }

@@ -14,8 +14,8 @@
 //! | method | what is sent | picks it when |
 //! |---|---|---|
 //! | `copy` | the input bytes, `COPY ... FROM STDIN` | the default: plain loads |
-//! | `binary` | rows encoded client-side, `COPY ... (FORMAT binary)` ([`super::binary`]) | the server's CPU is the limit (text input functions cost more than the client's encoding) |
-//! | `pipeline` | one prepared `INSERT` per row, many in flight ([`super::insert`]) | `--sql` (upserts), rules that must see INSERTs |
+//! | `binary` | rows encoded client-side, `COPY ... (FORMAT binary)` (`load/binary.rs`) | the server's CPU is the limit (text input functions cost more than the client's encoding) |
+//! | `pipeline` | one prepared `INSERT` per row, many in flight (`load/insert.rs`) | `--sql` (upserts), rules that must see INSERTs |
 //! | `values` | multi-row `INSERT ... VALUES (..),(..)` with bound parameters | INSERT semantics without pipelining (poolers, proxies) |
 //! | `insert` | one prepared `INSERT` per row, each awaited | the seeds' baseline |
 //!
@@ -153,7 +153,7 @@ pub struct LoaderSpec {
     /// partition) has a BEFORE or INSTEAD OF row trigger on INSERT, whose
     /// function may return NULL (or, for the INSERT methods, an INSTEAD
     /// rule). Only then may the server count fewer rows than were sent
-    /// ([`check_count`]).
+    /// (`check_count`).
     pub table_may_skip: bool,
 }
 

@@ -4,7 +4,8 @@
 //! source (read + decompress, one thread)
 //!   -> chunk::Chunker (cut at record boundaries)
 //!   -> bounded channel of Chunks (depth 1)
-//!   -> N workers, one connection each -> copy::copy_chunk
+//!   -> N workers, one connection each -> method::Loader::load (one
+//!      transaction per batch: COPY, binary COPY or INSERTs)
 //! ```
 //!
 //! # Commit model

@@ -97,7 +97,7 @@ impl RejectFile {
     /// binary file header) and, for binary, the trailer.
     pub fn set_framing(&mut self, prologue: Option<Bytes>, binary: bool) {
         self.prologue = prologue;
-        self.epilogue = binary.then_some(&[0xff, 0xff][..]);
+        self.epilogue = binary.then_some(&copyfmt::binary::TRAILER[..]);
     }
 
     /// Rows written so far.
