@@ -143,20 +143,7 @@ async fn restart_during_load(mode: &'static str) {
     let (n_got, n_want) = (count("got").await, count("want").await);
     assert_eq!(n_got, n_want, "{mode}: row counts");
     assert_eq!(report.rows_loaded as i64, n_want, "{mode}: rows loaded");
-    for (a, b) in [("got", "want"), ("want", "got")] {
-        let diff: i64 = client
-            .query_one(
-                &format!(
-                    "SELECT count(*) FROM (SELECT x::text FROM {a} x \
-                     EXCEPT ALL SELECT x::text FROM {b} x) d"
-                ),
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        assert_eq!(diff, 0, "{mode}: {a} has rows {b} lacks");
-    }
+    support::assert_same_rows(&client, "got", "want", mode).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

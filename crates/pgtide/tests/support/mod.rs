@@ -252,24 +252,7 @@ impl Db {
             "report rows for {case:?}"
         );
         assert_eq!(report.rows_read as i64, n_want, "rows read for {case:?}");
-        for (a, b) in [(&got, &want), (&want, &got)] {
-            let diff: i64 = self
-                .client
-                .query_one(
-                    // Rows compared as text: stricter than `=` (numeric
-                    // 1.50 = 1.5, float -0 = 0) and works for types
-                    // without equality (json, point).
-                    &format!(
-                        "SELECT count(*) FROM (SELECT x::text FROM {a} x \
-                         EXCEPT ALL SELECT x::text FROM {b} x) d"
-                    ),
-                    &[],
-                )
-                .await
-                .unwrap()
-                .get(0);
-            assert_eq!(diff, 0, "{a} has rows {b} lacks, for {case:?}");
-        }
+        assert_same_rows(&self.client, &got, &want, &format!("{case:?}")).await;
     }
 
     /// What server-side `COPY (query) TO STDOUT (FORMAT binary)` produces.
@@ -285,5 +268,25 @@ impl Db {
             out.extend_from_slice(&piece.unwrap());
         }
         out
+    }
+}
+
+/// Tables `a` and `b` hold the same rows (`EXCEPT ALL` both ways). Rows
+/// are compared as text: stricter than `=` (numeric 1.50 = 1.5, float
+/// -0 = 0) and works for types without equality (json, point).
+pub async fn assert_same_rows(client: &Client, a: &str, b: &str, ctx: &str) {
+    for (x, y) in [(a, b), (b, a)] {
+        let diff: i64 = client
+            .query_one(
+                &format!(
+                    "SELECT count(*) FROM (SELECT x::text FROM {x} x \
+                     EXCEPT ALL SELECT x::text FROM {y} x) d"
+                ),
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(diff, 0, "{x} has rows {y} lacks, for {ctx}");
     }
 }
