@@ -207,6 +207,15 @@ fn text_cases() {
         eod("end marker crlf", text(), b"a\r\n\\.\r\nb\r\n", &[3]),
         eod("end marker first", text(), b"\\.\n", &[]),
         eod("mid-record end marker", text(), b"a\\.\nb\n", &[4]),
+        case(
+            "mid-record marker is data from PostgreSQL 18",
+            Dialect {
+                mid_record_marker: false,
+                ..text()
+            },
+            b"a\\.\nb\n",
+            &[4, 6],
+        ),
         eod(
             "mid-record end marker crlf",
             text(),
@@ -345,8 +354,9 @@ fn dialects() -> impl Strategy<Value = Dialect> {
         csv_with(b'\\', b'\\'),
         csv_with(b'.', b'.'),
     ]);
-    (base, any::<bool>()).prop_map(|(mut d, marker)| {
+    (base, any::<bool>(), any::<bool>()).prop_map(|(mut d, marker, mid)| {
         d.end_marker = marker;
+        d.mid_record_marker = mid;
         d
     })
 }

@@ -121,7 +121,8 @@ impl CopyOptions {
 
     /// The scanner dialect that finds row boundaries as the server would.
     /// `server_major` matters because PostgreSQL 18 stopped treating `\.`
-    /// as an end-of-data marker in CSV.
+    /// as an end-of-data marker in CSV, and in text rejects a `\.` in the
+    /// middle of a row instead of ending the data there.
     pub fn dialect(&self, server_major: u32) -> Dialect {
         let mut d = match self.format {
             CopyFormat::Text => Dialect::text(),
@@ -136,6 +137,7 @@ impl CopyOptions {
             d.escape = self.escape.unwrap_or(d.quote);
             d.end_marker = server_major < 18;
         }
+        d.mid_record_marker = server_major < 18;
         d
     }
 

@@ -274,3 +274,40 @@ async fn random_files_with_quoted_line_breaks_map_every_error_exactly() {
         }
     }
 }
+
+/// Text `\.` in the middle of a row: up to PostgreSQL 17 it ends the data
+/// (the row keeps what came before it); from 18 the server rejects that
+/// row and reads on, and so must pgtide's chunking, or the rows after it
+/// would be dropped as "after the end marker".
+#[tokio::test]
+async fn a_mid_row_end_marker_follows_the_servers_version() {
+    let db = Db::start().await;
+    let data = b"1\ta\n2\tb\\.\n3\tc\n";
+    for chunk in [1, 1 << 20] {
+        let table = format!("mid{chunk}");
+        db.client
+            .batch_execute(&format!("CREATE TABLE {table} (id int, v text)"))
+            .await
+            .unwrap();
+        let file = db.file(data, Compress::None);
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = LoadOptions::new(
+            vec![file.to_string_lossy().into_owned()],
+            QualifiedName::parse(&table).unwrap(),
+            CopyFormat::Text,
+        );
+        o.chunk_bytes = chunk;
+        o.rejects = Some(dir.path().join("r.txt"));
+        let report = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+            .await
+            .expect("load starts");
+        assert!(report.failure.is_none(), "{:?}", report.failure);
+        if db.cluster.bin().version() >= 18 {
+            assert_eq!((report.rows_loaded, report.rows_rejected), (2, 1));
+            assert_eq!(ids(&db, &table).await, [1, 3]);
+        } else {
+            assert_eq!((report.rows_loaded, report.rows_rejected), (2, 0));
+            assert_eq!(ids(&db, &table).await, [1, 2]);
+        }
+    }
+}

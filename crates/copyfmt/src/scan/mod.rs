@@ -72,8 +72,10 @@
 //! * End marker: a record that is exactly `\.` (then `\n` or `\r\n`) ends the
 //!   data; [`Scanner::scan`] returns the boundary before it. In text format a
 //!   `\.` + newline in the middle of a record also ends the data, as in
-//!   PostgreSQL up to 17 (version 18 rejects it); that record is counted and
-//!   kept, so the server sees it and decides. PostgreSQL 18 no longer treats
+//!   PostgreSQL up to 17; that record is counted and kept, so the server
+//!   sees it and decides. PostgreSQL 18 rejects that record instead and
+//!   reads on ([`Dialect::mid_record_marker`] false: the `\.` is data here,
+//!   the server names the row). PostgreSQL 18 no longer treats
 //!   `\.` as special in CSV: set [`Dialect::end_marker`] to false for it.
 //! * Line endings ([`Eol`]) follow `CopyReadLineText`: `\n`, `\r\n` and a
 //!   lone `\r` all end records, and the first record's terminator settles
@@ -128,6 +130,10 @@ pub struct Dialect {
     pub escape: u8,
     /// Whether a `\.` line ends the data (text and CSV).
     pub end_marker: bool,
+    /// Text: whether `\.` + newline in the middle of a record also ends
+    /// the data (PostgreSQL up to 17); from 18 the server rejects such a
+    /// record and goes on.
+    pub mid_record_marker: bool,
 }
 
 impl Dialect {
@@ -139,6 +145,7 @@ impl Dialect {
             quote: b'"',
             escape: b'"',
             end_marker: true,
+            mid_record_marker: true,
         }
     }
 
@@ -150,6 +157,7 @@ impl Dialect {
             quote: b'"',
             escape: b'"',
             end_marker: true,
+            mid_record_marker: true,
         }
     }
 

@@ -312,7 +312,9 @@ impl Scanner {
             // Whatever follows a CSV escape inside quotes is plain data (a
             // second escape cancels the first, a quote stays inside).
             St::QuotedEsc => self.goto(St::Quoted),
-            St::TextEsc if self.marker && b == b'.' => self.goto(St::MidDot),
+            St::TextEsc if self.marker && self.dialect.mid_record_marker && b == b'.' => {
+                self.goto(St::MidDot)
+            }
             St::TextEsc => self.goto(St::Field),
             St::StartBs if b == b'.' => self.goto(St::StartDot),
             St::StartBs => self.replay(b"\\", b),

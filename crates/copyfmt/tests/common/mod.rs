@@ -122,7 +122,7 @@ pub fn reference_full(d: &Dialect, input: &[u8]) -> Reference {
                 continue 'records;
             }
             if c == b'\\' && (!csv || first_char_in_line) {
-                if d.end_marker {
+                if d.end_marker && (first_char_in_line || d.mid_record_marker) {
                     // Look for the end marker after the backslash.
                     let rest = &input[i..];
                     let marker: [&[u8]; 2] = match r.eol {
