@@ -16,6 +16,7 @@ pub mod ident;
 pub mod load;
 pub mod progress;
 pub mod reject;
+pub mod shard;
 pub mod source;
 
 pub use error::{Error, ErrorKind, Result};
