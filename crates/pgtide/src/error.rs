@@ -200,7 +200,8 @@ pub enum Class {
     /// Something about the rows (bad value, constraint, trigger): isolate
     /// the row and reject it.
     Row,
-    /// Serialization failure or deadlock (class 40): retry the same rows.
+    /// Serialization failure or deadlock (class 40), or a lock wait that
+    /// timed out (55P03): nothing is wrong with the rows, retry them.
     Transient,
     /// The connection broke (class 08, or no SQLSTATE at all): reconnect
     /// and retry, unless the commit's fate is unknown.
@@ -221,6 +222,12 @@ pub fn classify(err: &tokio_postgres::Error) -> Class {
     // connection is gone even though the server said why.
     if matches!(code.code(), "57P01" | "57P02" | "57P03") {
         return Class::Connection;
+    }
+    // lock_not_available (lock_timeout, NOWAIT): another session held a
+    // lock too long. Class 55 is otherwise left to rows (a trigger may
+    // raise it), but this one must never send good rows to the rejects.
+    if code.code() == "55P03" {
+        return Class::Transient;
     }
     match &code.code()[..2] {
         "08" => Class::Connection,

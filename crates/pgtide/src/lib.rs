@@ -17,8 +17,6 @@ pub mod load;
 pub mod progress;
 pub mod reject;
 pub mod shard;
-pub mod snapshot;
 pub mod source;
-pub mod transfer;
 
 pub use error::{Error, ErrorKind, Result};

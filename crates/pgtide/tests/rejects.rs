@@ -2,7 +2,9 @@
 //! reject file, for every error class, with workers 1 and 3, at chunk
 //! boundaries, on the server version under test. The exact set of
 //! rejected lines and their SQLSTATEs is asserted, and the table must hold
-//! exactly the good rows.
+//! exactly the good rows. Every method gives exactly what `copy` gives
+//! (issue 8 B7): the INSERT methods once lost their connection's footing
+//! after a record sent by its own COPY, and stopped part way.
 
 mod support;
 
@@ -11,7 +13,7 @@ use std::sync::Arc;
 
 use pgtide::copyopts::{CopyFormat, Header};
 use pgtide::ident::QualifiedName;
-use pgtide::load::{self, LoadOptions, Report};
+use pgtide::load::{self, LoadOptions, Method, Report};
 use pgtide::progress::Progress;
 use support::Db;
 
@@ -109,6 +111,7 @@ async fn run(
     db: &Db,
     table: &str,
     file: &str,
+    method: Method,
     workers: usize,
     chunk: usize,
     rejects: &std::path::Path,
@@ -122,6 +125,7 @@ async fn run(
     o.workers = workers;
     o.chunk_bytes = chunk;
     o.rejects = Some(rejects.to_owned());
+    o.method = method;
     let progress = Arc::new(Progress::new(workers));
     let report = load::run(&db.target, &o, progress.clone())
         .await
@@ -136,6 +140,32 @@ async fn run(
 
 #[tokio::test]
 async fn every_error_class_is_rejected_with_its_line_and_sqlstate() {
+    every_error_class(Method::Copy).await;
+}
+
+#[tokio::test]
+async fn every_error_class_with_method_binary() {
+    every_error_class(Method::Binary).await;
+}
+
+#[tokio::test]
+async fn every_error_class_with_method_pipeline() {
+    every_error_class(Method::Pipeline).await;
+}
+
+#[tokio::test]
+async fn every_error_class_with_method_values() {
+    every_error_class(Method::Values).await;
+}
+
+#[tokio::test]
+async fn every_error_class_with_method_insert() {
+    every_error_class(Method::Insert).await;
+}
+
+/// The corpus through `method`, workers 1 and 3, chunks of one or many
+/// rows: the rejects and the table must be what `copy` gives.
+async fn every_error_class(method: Method) {
     let db = Db::start().await;
     db.client.batch_execute(SCHEMA).await.unwrap();
     let (data, want_bad, want_good) = build();
@@ -152,19 +182,23 @@ async fn every_error_class_is_rejected_with_its_line_and_sqlstate() {
                 &db,
                 &table,
                 file.to_str().unwrap(),
+                method,
                 workers,
                 chunk,
                 &rejects,
             )
             .await;
-            let ctx = format!("workers {workers}, chunk {chunk}");
+            let ctx = format!("{}, workers {workers}, chunk {chunk}", method.name());
             // PostgreSQL 17+ sets rows with bad values aside itself
-            // (ON_ERROR) when chunks hold several rows.
+            // (ON_ERROR) when COPY chunks hold several rows.
             let major = db.cluster.bin().version();
-            if major >= 17 && chunk > 1 {
-                assert!(server_skipped > 0, "{ctx}: ON_ERROR was not used");
-            } else {
-                assert_eq!(server_skipped, 0, "{ctx}");
+            match method {
+                Method::Copy if major >= 17 && chunk > 1 => {
+                    assert!(server_skipped > 0, "{ctx}: ON_ERROR was not used");
+                }
+                // Binary falls back to text COPY for the range type.
+                Method::Binary => {}
+                _ => assert_eq!(server_skipped, 0, "{ctx}"),
             }
             assert!(report.failure.is_none(), "{ctx}: {:?}", report.failure);
             assert_eq!(

@@ -12,7 +12,7 @@
 //! identity columns too.
 //!
 //! * `insert`: one statement per row, each awaited: a round trip per row.
-//! * `pipeline`: the same statements, [`PIPELINE_DEPTH`] in flight on the
+//! * `pipeline`: the same statements, a [`PIPELINE_WINDOW`] in flight on the
 //!   one connection (see [`super::pipeline`]).
 //! * `values`: `VALUES (..),(..)` of [`values_rows`] rows per statement,
 //!   a few statements in flight.
@@ -33,7 +33,7 @@ use tokio_postgres::{Client, Statement};
 
 use super::copy::copy_bytes;
 use super::method::{Batch, BatchError, LoaderSpec, Method, MethodSetup};
-use super::pipeline::{drive, PIPELINE_DEPTH};
+use super::pipeline::{drive, Cost, Window, PIPELINE_WINDOW};
 use crate::copyopts::CopyFormat;
 use crate::error::{Error, Result};
 
@@ -188,6 +188,12 @@ pub(super) async fn check(client: &Client, method: Method, setup: &MethodSetup) 
     Ok(())
 }
 
+/// `--method insert`: each statement awaited before the next.
+const ONE_AT_A_TIME: Window = Window {
+    requests: 1,
+    bytes: usize::MAX,
+};
+
 /// Loads a batch with `spec.method` (one of the INSERT methods).
 pub(super) async fn load(
     client: &Client,
@@ -197,8 +203,8 @@ pub(super) async fn load(
 ) -> std::result::Result<u64, BatchError> {
     match spec.method {
         Method::Values => super::values::load(client, spec, statements, batch).await,
-        Method::Insert => rows(client, spec, statements, batch, 1, usize::MAX).await,
-        _ => rows(client, spec, statements, batch, PIPELINE_DEPTH, usize::MAX).await,
+        Method::Insert => rows(client, spec, statements, batch, ONE_AT_A_TIME, usize::MAX).await,
+        _ => rows(client, spec, statements, batch, PIPELINE_WINDOW, usize::MAX).await,
     }
 }
 
@@ -265,18 +271,42 @@ pub(super) async fn copy_one(
     .await
 }
 
+/// What a row weighs in the pipeline: its parameters' bytes (and their
+/// length words). A refused record goes by its own COPY, alone (see
+/// [`super::pipeline`]).
+pub(super) fn row_cost(row: &Row) -> Cost {
+    match row {
+        Row::Params(p) => Cost {
+            bytes: params_bytes(p),
+            alone: false,
+        },
+        Row::Bad(record) => Cost {
+            bytes: record.len(),
+            alone: true,
+        },
+    }
+}
+
+/// Bytes of bound parameters as sent: each value and its length word.
+pub(super) fn params_bytes(params: &[TextParam]) -> usize {
+    params
+        .iter()
+        .map(|p| 4 + p.value.as_ref().map_or(0, Bytes::len))
+        .sum()
+}
+
 fn aborted(e: &BatchError) -> bool {
     e.error.code() == Some(&SqlState::IN_FAILED_SQL_TRANSACTION)
 }
 
-/// One statement per record, `depth` in flight, over the first `take`
+/// One statement per record, `window` in flight, over the first `take`
 /// records of the batch.
 pub(super) async fn rows(
     client: &Client,
     spec: &LoaderSpec,
     statements: &mut Statements,
     batch: &Batch,
-    depth: usize,
+    window: Window,
     take: usize,
 ) -> std::result::Result<u64, BatchError> {
     let stmt = statements
@@ -303,7 +333,7 @@ pub(super) async fn rows(
         };
         result.map_err(|e| BatchError::at(i, e))
     };
-    drive(jobs, depth, run, aborted).await
+    drive(jobs, window, |(_, row)| row_cost(row), run, aborted).await
 }
 
 #[cfg(test)]

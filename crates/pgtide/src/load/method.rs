@@ -302,6 +302,12 @@ impl Loader {
         self.skipped_by_table += d.skipped_by_table;
     }
 
+    /// Hands over what `ON_ERROR` skipped in a batch whose commit was in
+    /// doubt and turned out committed (settled on this new loader).
+    pub fn carry_skipped(&mut self, skipped: Vec<u64>) {
+        self.skipped = skipped;
+    }
+
     /// The batch whose commit is in doubt after the last `load` failed
     /// with `commit_unknown`.
     pub fn in_doubt(&self) -> Option<InDoubt> {
@@ -343,11 +349,29 @@ impl Loader {
             }
             Err(e) => {
                 // The transaction is aborted; end it (a broken connection
-                // ends it anyway).
-                let _ = self.client.batch_execute("ROLLBACK").await;
+                // ends it anyway), and never reuse a connection that may
+                // be out of step with the server.
+                if !rollback_in_step(&self.client).await {
+                    self.discard();
+                }
                 Err(e)
             }
         }
+    }
+
+    /// Closes this loader's connection for good: every later use fails as
+    /// a broken connection (`Class::Connection`), which the worker answers
+    /// with a fresh one (`worker::load_reconnecting`). For a connection
+    /// whose next answer may belong to an earlier request.
+    fn discard(&mut self) {
+        // The `postgres` crate's own way to close a client it cannot drop.
+        self.client.__private_api_close();
+    }
+
+    /// The connection is gone (broken, or discarded after an error that
+    /// left it out of step): the worker must replace it.
+    pub fn is_closed(&self) -> bool {
+        self.client.is_closed()
     }
 
     /// Commits a batch whose statements succeeded with `rows` rows, of
@@ -476,6 +500,34 @@ impl Loader {
         let plain = self.spec.copy_sql.clone();
         self.copy_with(&plain, batch).await
     }
+}
+
+/// Ends a failed transaction and proves the connection is in step: after
+/// an error, a response may still be on its way for an earlier request.
+/// A COPY refused before copy mode (lock timeout, aborted transaction,
+/// permissions) is the known case: tokio-postgres then sends one Sync too
+/// many, and the server's extra ReadyForQuery would answer the next
+/// request ("unexpected message from server", or worse, a wrong answer).
+/// So the ROLLBACK carries a token no other request returns: in step only
+/// when the answer is that token. False means discard the connection.
+pub(super) async fn rollback_in_step(client: &Client) -> bool {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static TOKEN: AtomicU64 = AtomicU64::new(1);
+    let token = TOKEN.fetch_add(1, Ordering::Relaxed).to_string();
+    let Ok(messages) = client
+        .simple_query(&format!("ROLLBACK; SELECT {token}"))
+        .await
+    else {
+        return false;
+    };
+    let rows: Vec<_> = messages
+        .iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => Some(r.get(0)),
+            _ => None,
+        })
+        .collect();
+    rows == [Some(token.as_str())]
 }
 
 /// Whether a NOTICE with this routine is ON_ERROR's "skipping row ...":

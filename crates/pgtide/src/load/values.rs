@@ -17,14 +17,18 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Statement};
 
 use super::insert::{
-    copy_one, parse, rows, statement_sql, values_rows, Row, Statements, TextParam,
+    copy_one, params_bytes, parse, rows, statement_sql, values_rows, Row, Statements, TextParam,
 };
-use super::method::{Batch, BatchError, LoaderSpec};
-use super::pipeline::{drive, PIPELINE_DEPTH};
+use super::method::{rollback_in_step, Batch, BatchError, LoaderSpec};
+use super::pipeline::{drive, Cost, Window, PIPELINE_WINDOW};
 
 /// `values` statements in flight: enough to overlap the client's
-/// splitting with the server's inserting.
-const VALUES_DEPTH: usize = 2;
+/// splitting with the server's inserting; bytes as for `pipeline` (a
+/// statement of 40 rows of 1600 columns is a megabyte).
+const VALUES_WINDOW: Window = Window {
+    requests: 2,
+    bytes: PIPELINE_WINDOW.bytes,
+};
 
 /// What a `values` job is.
 enum Job {
@@ -125,12 +129,27 @@ pub(super) async fn load(
         }
     };
     let aborted = |f: &Failed| f.error.code() == Some(&SqlState::IN_FAILED_SQL_TRANSACTION);
-    match drive(jobs, VALUES_DEPTH, run, aborted).await {
+    match drive(jobs, VALUES_WINDOW, job_cost, run, aborted).await {
         Ok(n) => Ok(n),
         // One row (or a refused record sent alone): that is the record.
         Err(f) if f.rows == 1 => Err(BatchError::at(f.first, f.error)),
         Err(f) if f.error.as_db_error().is_none() => Err(BatchError::plain(f.error)),
         Err(f) => Err(locate(client, spec, statements, batch, f).await),
+    }
+}
+
+/// What a job weighs in the window; a refused record goes by its own COPY,
+/// alone (see [`super::pipeline`]).
+fn job_cost(job: &Job) -> Cost {
+    match job {
+        Job::Group { params, .. } => Cost {
+            bytes: params_bytes(params),
+            alone: false,
+        },
+        Job::Bad(_, record) => Cost {
+            bytes: record.len(),
+            alone: true,
+        },
     }
 }
 
@@ -146,15 +165,13 @@ async fn locate(
     batch: &Batch,
     f: Failed,
 ) -> BatchError {
-    let restart = async {
-        client.batch_execute("ROLLBACK").await?;
-        client.batch_execute("BEGIN").await
-    };
-    if restart.await.is_err() {
+    // Out of step (see `rollback_in_step`): nothing more on this
+    // connection; the loader's own check then discards it.
+    if !rollback_in_step(client).await || client.batch_execute("BEGIN").await.is_err() {
         return BatchError::plain(f.error);
     }
     let end = usize::try_from(f.first).unwrap_or(usize::MAX) + f.rows;
-    match rows(client, spec, statements, batch, PIPELINE_DEPTH, end).await {
+    match rows(client, spec, statements, batch, PIPELINE_WINDOW, end).await {
         Err(e) if e.record.is_some() => e,
         _ => BatchError::plain(f.error),
     }

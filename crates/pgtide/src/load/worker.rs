@@ -2,10 +2,12 @@
 //!
 //! For every chunk: load it in one transaction; when the connection broke
 //! before `COMMIT` was sent (nothing committed), reconnect with backoff and
-//! send it again; when rows were bad and `--rejects` is on, isolate them
+//! send it again; after a deadlock or lock timeout, send it again after a
+//! pause; when rows were bad and `--rejects` is on, isolate them
 //! (`reject::isolate`) and hand them to the reject file; otherwise stop the
 //! pool with an error that places the bad row in the input.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,7 +18,7 @@ use crate::chunk::Chunk;
 use crate::conn::Target;
 use crate::error::{classify, Class, Error, ErrorKind};
 use crate::progress::Progress;
-use crate::reject::isolate::{isolate, Start};
+use crate::reject::isolate::{isolate, Resilient, Start};
 
 /// Reconnect attempts after a broken connection, with doubling delays
 /// from [`FIRST_BACKOFF`]: about 8 s in all, enough for a server restart
@@ -103,7 +105,8 @@ async fn isolated(loader: &mut Loader, ctx: &Ctx, id: usize, chunk: &Chunk, star
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         max.is_none_or(|m| before < m)
     };
-    let (iso, err) = isolate(loader, chunk, start, may_reject).await;
+    let mut session = Session { loader, ctx };
+    let (iso, err) = isolate(&mut session, chunk, start, may_reject).await;
     Progress::add(&ctx.progress.server_skipped, iso.server_skipped);
     finished(ctx, id, chunk, iso.loaded, iso.rejects, iso.done);
     match err {
@@ -180,66 +183,182 @@ fn counted_by_server(loader: &mut Loader, ctx: &Ctx, chunk: &Chunk) -> bool {
     false
 }
 
-/// Loads a batch; after a broken connection, reconnects with backoff and
-/// retries, never loading a row twice: when the break hid the answer to
-/// `COMMIT`, the new connection asks the server what became of that
-/// transaction (`txid_status`) and resends only if it did not commit.
+/// Loads a batch as a chunk must be loaded, whatever befalls the session:
+///
+/// - a broken connection: reconnect with backoff and retry, never loading
+///   a row twice: when the break hid the answer to `COMMIT`, the new
+///   connection asks the server what became of that transaction
+///   (`txid_status`) and resends only if it did not commit;
+/// - a deadlock, serialization failure or lock timeout (`Class::Transient`):
+///   the transaction was rolled back and nothing is wrong with the rows,
+///   so retry after a growing, jittered pause (two workers that deadlocked
+///   must not meet again at the same instant);
+/// - a connection the loader discarded after an error (it may be out of
+///   step with the server, see `method::rollback_in_step`): replace it at
+///   once, so the caller (isolation) gets a clean one with the error.
+///
+/// Isolation loads its ranges through here too ([`Session`]), so a
+/// server restart or a deadlock while bad rows are isolated is survived
+/// exactly as on the main path.
 async fn load_reconnecting(
     loader: &mut Loader,
     ctx: &Ctx,
     batch: &Batch,
 ) -> Result<u64, BatchError> {
-    let mut delay = FIRST_BACKOFF;
-    let mut attempt = 0;
+    let mut reconnects = 0;
+    let mut transients = 0;
     loop {
         let e = match loader.load(batch).await {
-            Err(e) if classify(&e.error) == Class::Connection && attempt < RECONNECTS => e,
-            result => return result,
+            Ok(rows) => return Ok(rows),
+            Err(e) => e,
         };
-        let in_doubt = loader.in_doubt();
-        if e.commit_unknown && in_doubt.is_none() {
-            return Err(e);
-        }
-        attempt += 1;
-        tokio::time::sleep(delay).await;
-        delay *= 2;
-        let Ok((client, notices)) = ctx.target.connect_with_notices().await else {
-            continue;
-        };
-        Progress::add(&ctx.progress.reconnects, 1);
-        if let Some(d) = in_doubt {
-            match commit_status(&client, d).await {
-                Some(true) => {
-                    *loader = new_loader(client, notices, &ctx.spec);
-                    loader.committed_in_doubt(d);
-                    return Ok(d.rows);
+        match classify(&e.error) {
+            Class::Connection => {
+                let in_doubt = loader.in_doubt();
+                if e.commit_unknown && in_doubt.is_none() {
+                    return Err(e);
                 }
-                Some(false) => {}
-                None => return Err(e),
+                match reconnect_with_backoff(loader, ctx, in_doubt, &mut reconnects).await {
+                    Reconnected::Committed(rows) => return Ok(rows),
+                    Reconnected::Resend => {}
+                    Reconnected::Unknown | Reconnected::Failed => return Err(e),
+                }
+            }
+            Class::Transient if transients < TRANSIENT_RETRIES => {
+                transients += 1;
+                tokio::time::sleep(transient_pause(transients)).await;
+                replace_discarded(loader, ctx).await;
+            }
+            _ => {
+                replace_discarded(loader, ctx).await;
+                return Err(e);
             }
         }
-        *loader = new_loader(client, notices, &ctx.spec);
+    }
+}
+
+/// Retries of one batch after deadlocks, serialization failures and lock
+/// timeouts, with pauses from [`transient_pause`]: about 10 s in all.
+const TRANSIENT_RETRIES: u32 = 10;
+
+/// The pause before the `n`th retry after a transient error: 50 ms
+/// doubling up to 2 s, plus up to half as much again at random.
+fn transient_pause(n: u32) -> Duration {
+    let base = Duration::from_millis(50 << n.min(6)).min(Duration::from_secs(2));
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    base + base.mul_f64(f64::from(nanos % 1000) / 2000.0)
+}
+
+/// What became of a batch on a new connection.
+enum Reconnected {
+    /// Its `COMMIT` was in doubt and it did commit, with these rows.
+    Committed(u64),
+    /// Nothing of it is committed: send it again.
+    Resend,
+    /// Its `COMMIT` was in doubt and the server cannot say: stop.
+    Unknown,
+    /// No new connection (yet).
+    Failed,
+}
+
+/// Reconnects with doubling pauses, `RECONNECTS` attempts in all for one
+/// batch (`attempts` counts them). The batch in doubt is kept across
+/// attempts and asked about on every new connection: nothing is sent
+/// again before its fate is known.
+async fn reconnect_with_backoff(
+    loader: &mut Loader,
+    ctx: &Ctx,
+    in_doubt: Option<InDoubt>,
+    attempts: &mut u32,
+) -> Reconnected {
+    while *attempts < RECONNECTS {
+        *attempts += 1;
+        tokio::time::sleep(FIRST_BACKOFF * (1 << (*attempts - 1))).await;
+        match reconnect(loader, ctx, in_doubt).await {
+            Reconnected::Failed => {}
+            settled => return settled,
+        }
+    }
+    Reconnected::Failed
+}
+
+/// Replaces the loader's connection; settles a `COMMIT` in doubt on the
+/// new one before anything else is sent.
+async fn reconnect(loader: &mut Loader, ctx: &Ctx, in_doubt: Option<InDoubt>) -> Reconnected {
+    let Ok((client, notices)) = ctx.target.connect_with_notices().await else {
+        return Reconnected::Failed;
+    };
+    Progress::add(&ctx.progress.reconnects, 1);
+    let settled = match in_doubt {
+        None => Reconnected::Resend,
+        Some(d) => match commit_status(&client, d).await {
+            Ok(Some(true)) => Reconnected::Committed(d.rows),
+            Ok(Some(false)) => Reconnected::Resend,
+            Ok(None) => Reconnected::Unknown,
+            // The new connection broke too: ask again on the next one.
+            Err(_) => return Reconnected::Failed,
+        },
+    };
+    // Rows `ON_ERROR` skipped in a batch that turned out committed still
+    // need their verdict.
+    let skipped = loader.take_skipped();
+    *loader = new_loader(client, notices, &ctx.spec);
+    if let (Reconnected::Committed(_), Some(d)) = (&settled, in_doubt) {
+        loader.committed_in_doubt(d);
+        loader.carry_skipped(skipped);
+    }
+    settled
+}
+
+/// A loader that closed its connection on purpose after an error gets a
+/// new one now; if that fails, its next load fails as a broken connection
+/// and goes through the reconnect path with backoff.
+async fn replace_discarded(loader: &mut Loader, ctx: &Ctx) {
+    if loader.is_closed() {
+        reconnect(loader, ctx, None).await;
+    }
+}
+
+/// A worker's loader as isolation sees it: each range is loaded as the
+/// main path loads a chunk ([`load_reconnecting`]).
+struct Session<'a> {
+    loader: &'a mut Loader,
+    ctx: &'a Ctx,
+}
+
+impl Resilient for Session<'_> {
+    fn loader(&mut self) -> &mut Loader {
+        self.loader
+    }
+
+    fn load(&mut self, batch: &Batch) -> impl Future<Output = Result<u64, BatchError>> + Send {
+        load_reconnecting(self.loader, self.ctx, batch)
     }
 }
 
 /// Whether the transaction in doubt committed: `Some(true)` committed,
-/// `Some(false)` aborted (safe to resend), `None` unknown (give up).
+/// `Some(false)` aborted (safe to resend), `None` unknown (give up); an
+/// error when the question itself failed (ask again elsewhere).
 /// A dead session's transaction can still show as in progress for a
 /// moment, so that answer is asked again a few times.
-async fn commit_status(client: &tokio_postgres::Client, d: InDoubt) -> Option<bool> {
+async fn commit_status(
+    client: &tokio_postgres::Client,
+    d: InDoubt,
+) -> Result<Option<bool>, tokio_postgres::Error> {
     for _ in 0..20 {
         let row = client
             .query_one("SELECT txid_status($1)", &[&d.xid])
-            .await
-            .ok()?;
+            .await?;
         match row.get::<_, Option<String>>(0).as_deref() {
-            Some("committed") => return Some(true),
-            Some("aborted") => return Some(false),
+            Some("committed") => return Ok(Some(true)),
+            Some("aborted") => return Ok(Some(false)),
             Some("in progress") => tokio::time::sleep(Duration::from_millis(100)).await,
-            _ => return None,
+            _ => return Ok(None),
         }
     }
-    None
+    Ok(None)
 }
 
 /// Without `--rejects`, a record whose line break does not fit the

@@ -13,15 +13,19 @@
 //! - the server did not name one (foreign keys and AFTER triggers fire at
 //!   the end of the statement, deferred constraints at COMMIT): the range
 //!   is bisected until a single record fails on its own;
-//! - serialization failures and deadlocks (class 40) retry the same range;
-//!   anything about the session or server (see [`classify`]) stops.
+//! - every range goes through a [`Resilient`] loader: the worker's, which
+//!   survives what the main path survives (a broken connection or server
+//!   restart: reconnect, settle an in-doubt `COMMIT` by `txid_status`;
+//!   deadlocks, serialization failures, lock timeouts: retry the range), so
+//!   only row errors reach this module; anything else that gets through
+//!   (see [`classify`]) stops, and never rejects a row.
 //!
 //! Ranges are handled in input order, so of two rows that conflict (a
 //! duplicate key inside one chunk) the first one is loaded and the later
 //! one rejected, as a single COPY would have it.
 
 use std::collections::VecDeque;
-use std::time::Duration;
+use std::future::Future;
 
 use copyfmt::scan::{self, Format, RecordSpan};
 
@@ -35,8 +39,17 @@ use crate::load::RowFailure;
 /// round trips cost more than resending a few rows.
 const MIN_WINDOW: usize = 64;
 
-/// How often a range is retried after a deadlock or serialization failure.
-const TRANSIENT_RETRIES: u32 = 5;
+/// How isolation sends a range: through a loader that reconnects and
+/// retries as the main path does (the worker's `Session`), so that a
+/// server restart or a deadlock while bad rows are isolated neither stops
+/// the load nor loads a row twice.
+pub trait Resilient {
+    /// The loader underneath (its spec; what `ON_ERROR` skipped).
+    fn loader(&mut self) -> &mut Loader;
+    /// Loads `batch` in one transaction, retrying what is not the rows'
+    /// fault; an error returned is the rows' fault or stops the load.
+    fn load(&mut self, batch: &Batch) -> impl Future<Output = Result<u64, BatchError>> + Send;
+}
 
 /// The outcome of isolating one chunk (also when it stopped midway).
 #[derive(Debug, Default)]
@@ -77,7 +90,7 @@ pub enum Start {
 /// says no, isolation stops with a `RejectLimit` error. When isolation
 /// stops, what it did so far is returned with the error.
 pub async fn isolate(
-    loader: &mut Loader,
+    loader: &mut impl Resilient,
     chunk: &Chunk,
     start: Start,
     may_reject: impl FnMut() -> bool,
@@ -90,13 +103,13 @@ pub async fn isolate(
 }
 
 async fn run(
-    loader: &mut Loader,
+    loader: &mut impl Resilient,
     chunk: &Chunk,
     start: Start,
     mut may_reject: impl FnMut() -> bool,
     out: &mut Isolated,
 ) -> Result<()> {
-    let spec = loader.spec().clone();
+    let spec = loader.loader().spec().clone();
     let spans: Vec<RecordSpan> =
         scan::records_with(&spec.dialect, chunk.eol, &chunk.data).collect();
     let n = spans.len();
@@ -127,7 +140,6 @@ async fn run(
             queue.push_back((from, n, None));
         }
     }
-    let mut transient = 0;
     while let Some((lo, hi, known)) = queue.pop_front() {
         if lo >= hi {
             continue;
@@ -139,21 +151,14 @@ async fn run(
         let e = match result {
             Ok(rows) => {
                 out.loaded += rows;
-                let skipped = loader.take_skipped();
+                let skipped = loader.loader().take_skipped();
                 site.settled_around(lo, hi, &skipped, out, &mut queue);
                 continue;
             }
             Err(e) => e,
         };
-        match classify(&e.error) {
-            Class::Row => {}
-            Class::Transient if transient < TRANSIENT_RETRIES => {
-                transient += 1;
-                tokio::time::sleep(Duration::from_millis(50 << transient)).await;
-                queue.push_front((lo, hi, None));
-                continue;
-            }
-            _ => return Err(stop_error(&site, lo, e)),
+        if classify(&e.error) != Class::Row {
+            return Err(stop_error(&site, lo, e));
         }
         let located = e.record.map(|k| lo + k as usize).filter(|&b| b < hi);
         match located {

@@ -42,6 +42,8 @@ pub struct Case {
     pub sql: Option<String>,
     /// `--batch-rows`.
     pub batch_rows: Option<usize>,
+    /// `--rejects`.
+    pub rejects: Option<PathBuf>,
 }
 
 impl Case {
@@ -58,6 +60,7 @@ impl Case {
             method: load::Method::Copy,
             sql: None,
             batch_rows: None,
+            rejects: None,
         }
     }
     pub fn method(mut self, m: load::Method) -> Case {
@@ -153,6 +156,7 @@ impl Db {
         o.method = case.method;
         o.sql = case.sql.clone();
         o.batch_rows = case.batch_rows;
+        o.rejects = case.rejects.clone();
         o
     }
 
