@@ -7,6 +7,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod copy;
+pub use copy::CopyArgs;
+
 /// pgtide: the fastest and safest way to move rows into, out of and
 /// between PostgreSQL servers.
 #[derive(Debug, Parser)]
@@ -28,6 +31,9 @@ pub enum Command {
     /// Export a table or a query to a file (or stdout) with COPY TO, over
     /// one connection or, for a table, many sharing one snapshot.
     Export(ExportArgs),
+    /// Copy tables from one server to another, streamed (no file), over
+    /// one or many connection pairs sharing one snapshot of the source.
+    Copy(CopyArgs),
     /// Manage the local PostgreSQL server that pgtide owns (the embedded
     /// default used when no connection is configured).
     Server {
@@ -670,12 +676,14 @@ The output appears complete or not at all:
   pgtide writes FILE.partial in FILE's directory, fsyncs it and renames it
   to FILE at the end. On any error (server, lost connection, statement
   timeout, full disk, permissions) the partial file is removed and the
-  exit code is 2. stdout (-) cannot be taken back: a failed export may
-  have written part of the data there.
+  exit code is 2. Ctrl-C (or SIGTERM) removes it too, exit 130. stdout
+  (-) cannot be taken back: a failed export may have written part of the
+  data there.
 
 Exit codes:
   0  the export is complete
   2  error (bad options, connection, missing table, server error, output)
+  130  interrupted by Ctrl-C or SIGTERM (no file left)
 
 Examples:
   pgtide export --table public.events --output events.csv --header

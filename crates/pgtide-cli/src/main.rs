@@ -51,6 +51,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Load(a) => cmd::load::run(a).await,
             Command::Export(a) => cmd::export::run(a).await,
+            Command::Copy(a) => cmd::copy::run(a).await,
             Command::Server { action } => cmd::server::run(action).await,
             Command::Bench(a) => cmd::bench::run(a).await,
             Command::Demo(a) => cmd::demo::run(a).await,

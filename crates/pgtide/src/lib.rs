@@ -16,7 +16,9 @@ pub mod ident;
 pub mod load;
 pub mod progress;
 pub mod reject;
+pub mod snapshot;
 pub mod shard;
 pub mod source;
+pub mod transfer;
 
 pub use error::{Error, ErrorKind, Result};

@@ -546,3 +546,30 @@ async fn every_builtin_type_round_trips_through_load_in_every_format() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_stop_request_removes_the_partial_file() {
+    let db = Db::start().await;
+    wide_table(&db, "big", 60_000).await;
+    let dir = tempfile::tempdir().unwrap();
+    for workers in [1, 3] {
+        let out = dir.path().join(format!("big{workers}.csv"));
+        let mut o = ExportOptions::new(table("big"), out.display().to_string(), CopyFormat::Csv);
+        o.workers = workers;
+        let progress = Arc::new(Progress::new(workers));
+        let p = progress.clone();
+        // Stop once some rows went by (the partial file then exists).
+        let stopper = tokio::spawn(async move {
+            while Progress::get(&p.rows_read) == 0 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            p.request_stop();
+        });
+        let e = export::run(&db.target, &o, progress).await.unwrap_err();
+        stopper.await.unwrap();
+        assert_eq!(e.kind(), ErrorKind::Interrupted, "{e:?}");
+        assert!(e.hint().unwrap().contains("removed"), "{e:?}");
+        assert!(!out.exists());
+        assert!(!PathBuf::from(format!("{}.partial", out.display())).exists());
+    }
+}

@@ -18,6 +18,7 @@ pub async fn run(a: ExportArgs) -> pgtide::Result<u8> {
     let opts = options(&a)?;
     let target = super::target_or_embedded(a.db.as_deref()).await?;
     let progress = Arc::new(Progress::new(opts.workers));
+    super::stop_on_signal(progress.clone());
     let shown = Display::start(
         a.progress,
         a.quiet || a.json,
@@ -26,8 +27,18 @@ pub async fn run(a: ExportArgs) -> pgtide::Result<u8> {
     );
     let report = export::run(&target, &opts, progress).await;
     shown.finish();
-    render::export_summary(&report?, a.json);
-    Ok(crate::EXIT_OK)
+    match report {
+        Ok(r) => {
+            render::export_summary(&r, a.json);
+            Ok(crate::EXIT_OK)
+        }
+        // FILE.partial is already gone.
+        Err(e) if e.kind() == pgtide::ErrorKind::Interrupted => {
+            render::error(&e);
+            Ok(crate::EXIT_INTERRUPTED)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// What was typed -> library options (no I/O here).

@@ -1,6 +1,7 @@
 //! One module per subcommand: flags -> library options -> call -> render.
 
 pub mod bench;
+pub mod copy;
 pub mod demo;
 pub mod export;
 pub mod load;

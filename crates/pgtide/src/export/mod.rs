@@ -34,6 +34,7 @@ use crate::copyopts::{CopyFormat, CopyOptions, Header};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::{quote, QualifiedName};
 use crate::progress::Progress;
+use crate::snapshot;
 use crate::source::Compression;
 
 use output::Output;
@@ -232,15 +233,15 @@ pub async fn run(
         }
         Some(t) => {
             drop(control);
-            let mut snap = parallel::open(target, &t.name.quoted(), t.oid, opts.workers)
+            let mut snap = snapshot::open(target, &[(t.name.quoted(), t.oid)], opts.workers, "")
                 .await
                 .map_err(|e| explain(e, &opts.output))?;
-            let ranges = parallel::block_ranges(snap.blocks, opts.workers);
+            let ranges = snapshot::block_ranges(snap.blocks[0], opts.workers);
             let jobs = ranges
                 .iter()
                 .enumerate()
                 .map(|(i, &(first, end))| Job {
-                    sql: copy_sql(&parallel::ctid_condition(first, end), i == 0),
+                    sql: copy_sql(&snapshot::ctid_condition(first, end), i == 0),
                     framing: if binary {
                         Framing::BinaryBody
                     } else {
@@ -264,6 +265,10 @@ pub async fn run(
     let received = match parallel::pump(jobs, clients, &output, progress.clone()).await {
         Ok(r) => r,
         Err(PumpError::Output) => return Err(output.failure().await),
+        Err(PumpError::Interrupted) => {
+            drop(output);
+            return Err(interrupted(&opts.output));
+        }
         Err(PumpError::Copy(e)) => {
             drop(output);
             return Err(explain(e, &opts.output));
@@ -379,6 +384,19 @@ fn kind_name(kind: &str, am: &str) -> String {
         "f" => "a foreign table".into(),
         _ => format!("a table with access method {am:?}"),
     }
+}
+
+/// The export was stopped by [`Progress::request_stop`]: the partial
+/// file is gone.
+fn interrupted(output: &str) -> Error {
+    let kept = if output == "-" {
+        "stdout received part of the data".to_owned()
+    } else {
+        format!("nothing was written to {output} (the partial file was removed)")
+    };
+    Error::new(ErrorKind::Interrupted, "the export was interrupted").with_hint(format!(
+        "stopped by Ctrl-C or SIGTERM; {kept}; run the export again"
+    ))
 }
 
 /// A failed export's error, saying what happened to the output and what

@@ -1,0 +1,193 @@
+//! One job of a copy: a block range (or a whole table) read from the
+//! source with `COPY ... TO STDOUT` and written to the target with `COPY
+//! ... FROM STDIN`, in one target transaction.
+//!
+//! ```text
+//! target: BEGIN [; TRUNCATE t]; SELECT txid_current()
+//! target: COPY t (cols) FROM STDIN (FORMAT f [, FREEZE])
+//! source: COPY (SELECT cols FROM t WHERE ctid in [a,b)) TO STDOUT (FORMAT f)
+//!         CopyData messages gathered into MESSAGE_BYTES pieces -> target
+//! target: server row count == rows received? then COMMIT, else ROLLBACK
+//! ```
+//!
+//! Nothing is decoded: the bytes the source sends are the bytes the
+//! target reads (a binary range carries its own header and trailer, as
+//! a binary COPY FROM expects). Memory: one piece per job, plus what
+//! tokio-postgres buffers per connection.
+//!
+//! A COMMIT without answer (the connection broke) is settled with
+//! `txid_status` on a new connection, so a range is reported committed
+//! exactly when it is.
+
+use bytes::BytesMut;
+use futures_util::{SinkExt, StreamExt};
+use tokio_postgres::{Client, SimpleQueryMessage};
+
+use crate::conn::Target;
+use crate::error::{Error, ErrorKind, Result};
+use crate::progress::Progress;
+
+/// Bytes gathered from the source's per-row messages before they go to
+/// the target as one CopyData message (as `load` sends them).
+pub const MESSAGE_BYTES: usize = crate::load::copy::MESSAGE_BYTES;
+
+/// One unit of work, committed on the target on its own.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// Index of the table in the plan.
+    pub table: usize,
+    /// Index of the range within its table.
+    pub index: usize,
+    /// First block, and the end block (exclusive; `None` = to the end);
+    /// `(0, None)` is the whole table.
+    pub blocks: (u64, Option<u64>),
+    /// Run first in the target transaction: `BEGIN` or `BEGIN; TRUNCATE t`.
+    pub begin: String,
+    /// `COPY (...) TO STDOUT ...` on the source.
+    pub source_sql: String,
+    /// `COPY t (...) FROM STDIN ...` on the target.
+    pub target_sql: String,
+    /// Messages that are not rows: the binary trailer.
+    pub extra_messages: u64,
+    /// The target's triggers may drop rows (fewer rows is then no bug).
+    pub may_skip: bool,
+}
+
+/// A committed job.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Done {
+    /// Rows the target stored.
+    pub rows: u64,
+    /// Rows sent that the target's triggers dropped.
+    pub skipped: u64,
+    /// COPY bytes passed.
+    pub bytes: u64,
+}
+
+/// Copies `job` from `source` (inside the snapshot) to `target` (its
+/// client; `target_conn` to settle a lost COMMIT). On error the target
+/// transaction is rolled back (or was never committed).
+pub async fn run(
+    source: &Client,
+    target: &Client,
+    target_conn: &Target,
+    job: &Job,
+    progress: &Progress,
+) -> Result<Done> {
+    let txid = begin(target, &job.begin).await?;
+    let copied = match copy(source, target, job, progress).await {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = target.batch_execute("ROLLBACK").await;
+            return Err(e);
+        }
+    };
+    if let Err(e) = target.batch_execute("COMMIT").await {
+        let e = Error::from(e);
+        if e.kind() == ErrorKind::ConnectionLost && committed(target_conn, &txid).await {
+            return Ok(copied);
+        }
+        return Err(e);
+    }
+    Ok(copied)
+}
+
+/// Opens the transaction and returns its txid.
+async fn begin(target: &Client, begin: &str) -> Result<String> {
+    let sql = format!("{begin}; SELECT pg_catalog.txid_current()::text");
+    let msgs = target.simple_query(&sql).await?;
+    msgs.iter()
+        .find_map(|m| match m {
+            SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+            _ => None,
+        })
+        .ok_or_else(|| Error::bug("txid_current() returned no row"))
+}
+
+/// Whether transaction `txid` committed, asked on a new connection; false
+/// when that cannot be known (then the range is reported not committed,
+/// and the hint says to check).
+async fn committed(target: &Target, txid: &str) -> bool {
+    let Ok(c) = target.connect().await else {
+        return false;
+    };
+    let Ok(id) = txid.parse::<i64>() else {
+        return false;
+    };
+    match c
+        .query_one("SELECT pg_catalog.txid_status($1::int8)", &[&id])
+        .await
+    {
+        Ok(row) => row.get::<_, Option<String>>(0).as_deref() == Some("committed"),
+        Err(_) => false,
+    }
+}
+
+async fn copy(source: &Client, target: &Client, job: &Job, progress: &Progress) -> Result<Done> {
+    let sink = target
+        .copy_in::<_, bytes::Bytes>(job.target_sql.as_str())
+        .await
+        .map_err(|e| side("the target", e))?;
+    futures_util::pin_mut!(sink);
+    let stream = source
+        .copy_out(job.source_sql.as_str())
+        .await
+        .map_err(|e| side("the source", e))?;
+    futures_util::pin_mut!(stream);
+    let mut buf = BytesMut::with_capacity(MESSAGE_BYTES);
+    let mut messages = 0u64;
+    let mut unreported = 0u64;
+    let mut bytes = 0u64;
+    while let Some(message) = stream.next().await {
+        let message = message.map_err(|e| side("the source", e))?;
+        messages += 1;
+        unreported += 1;
+        buf.extend_from_slice(&message);
+        if buf.len() >= MESSAGE_BYTES {
+            bytes += buf.len() as u64;
+            Progress::add(&progress.read_bytes, buf.len() as u64);
+            Progress::add(&progress.rows_read, unreported);
+            unreported = 0;
+            sink.feed(buf.split().freeze())
+                .await
+                .map_err(|e| side("the target", e))?;
+        }
+    }
+    bytes += buf.len() as u64;
+    Progress::add(&progress.read_bytes, buf.len() as u64);
+    Progress::add(
+        &progress.rows_read,
+        unreported.saturating_sub(job.extra_messages),
+    );
+    if !buf.is_empty() {
+        sink.feed(buf.freeze())
+            .await
+            .map_err(|e| side("the target", e))?;
+    }
+    let stored = sink.finish().await.map_err(|e| side("the target", e))?;
+    let sent = messages.saturating_sub(job.extra_messages);
+    if stored == sent || (stored < sent && job.may_skip) {
+        return Ok(Done {
+            rows: stored,
+            skipped: sent - stored,
+            bytes,
+        });
+    }
+    Err(Error::bug(format!(
+        "the target stored {stored} rows of a range of {sent}; the range was rolled back"
+    )))
+}
+
+/// A server error, saying which server (`the source`, `the target`)
+/// raised it; kind, SQLSTATE and hint kept.
+pub fn side(which: &str, e: impl Into<Error>) -> Error {
+    let e: Error = e.into();
+    let mut out = Error::new(e.kind(), format!("{which}: {}", e.message()));
+    if let Some(h) = e.hint() {
+        out = out.with_hint(h.to_owned());
+    }
+    if let Some(c) = e.sqlstate() {
+        out = out.with_sqlstate(c.to_owned());
+    }
+    out.with_source(e)
+}
