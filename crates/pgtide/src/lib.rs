@@ -16,8 +16,8 @@ pub mod ident;
 pub mod load;
 pub mod progress;
 pub mod reject;
-pub mod snapshot;
 pub mod shard;
+pub mod snapshot;
 pub mod source;
 pub mod transfer;
 
