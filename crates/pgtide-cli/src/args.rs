@@ -250,6 +250,18 @@ pub struct LoadArgs {
     #[arg(long, value_name = "N", requires = "rejects")]
     pub max_rejects: Option<u64>,
 
+    /// For a partitioned target: `auto` routes each row on the client to
+    /// its leaf when a leaf is a postgres_fdw foreign table (loaded by COPY
+    /// on its own server), `direct` always (local partitions too),
+    /// `coordinator` never (the parent table's COPY routes).
+    #[arg(long, value_name = "HOW", default_value = "auto")]
+    pub route: String,
+
+    /// SERVER=CONNINFO: how to reach foreign server SERVER (as in \des)
+    /// directly, instead of its options and user mapping. Repeatable.
+    #[arg(long, value_name = "SERVER=CONNINFO")]
+    pub shard_db: Vec<String>,
+
     /// No progress bar.
     #[arg(long, short = 'q')]
     pub quiet: bool,

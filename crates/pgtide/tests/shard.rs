@@ -408,3 +408,145 @@ async fn what_the_client_cannot_route_goes_to_the_coordinator() {
     assert_eq!(dests[0], Dest::Coordinator);
     assert!(matches!(dests[1], Dest::Leaf(_)));
 }
+
+/// A second throwaway server holding the shards, and the coordinator's
+/// postgres_fdw set-up for it (foreign server `shard2`).
+async fn shard_server(db: &Db) -> (pgtide::cluster::Cluster, Client) {
+    let cluster = tokio::task::spawn_blocking(|| {
+        let bin = pgtide::cluster::PgBin::for_tests().unwrap();
+        pgtide::cluster::Cluster::temp(&bin, Default::default()).unwrap()
+    })
+    .await
+    .unwrap();
+    let client = cluster.target().connect().await.unwrap();
+    db.client
+        .batch_execute(&format!(
+            "CREATE EXTENSION postgres_fdw;
+             CREATE SERVER shard2 FOREIGN DATA WRAPPER postgres_fdw
+                 OPTIONS (host '127.0.0.1', port '{}', dbname 'postgres', batch_size '100');
+             CREATE USER MAPPING FOR CURRENT_USER SERVER shard2
+                 OPTIONS (user 'postgres', password '{}');",
+            cluster.port(),
+            cluster.password()
+        ))
+        .await
+        .unwrap();
+    (cluster, client)
+}
+
+fn rows_csv(n: usize) -> String {
+    let mut rng = Rng(7);
+    (0..n)
+        .map(|i| {
+            let t = text_value(&mut rng).replace('"', "\"\"");
+            let null = if rng.below(20) == 0 { "" } else { "\"\"" };
+            format!("{i},\"{t}\",{null},row {i}\n")
+        })
+        .collect()
+}
+
+async fn count(c: &Client, sql: &str) -> i64 {
+    c.query_one(sql, &[]).await.unwrap().get(0)
+}
+
+#[tokio::test]
+async fn hash_partitions_on_another_server_are_loaded_directly() {
+    let db = Db::start().await;
+    let (_shards, remote) = shard_server(&db).await;
+    // Remote tables in other column orders, one with a dropped column and
+    // one whose column has another name (column_name option).
+    let mut remote_sql = String::new();
+    let mut coord_sql = String::from(
+        "CREATE TABLE s (n int, c1 text, c2 text, c3 text) PARTITION BY HASH (n);
+         CREATE TABLE want (n int, c1 text, c2 text, c3 text) PARTITION BY HASH (n);",
+    );
+    for i in 0..8 {
+        let (def, opts) = match i % 3 {
+            0 => ("c3 text, c2 text, c1 text, n int".to_owned(), String::new()),
+            1 => (
+                "junk int, n int, c1 text, c2 text, c3 text".to_owned(),
+                String::new(),
+            ),
+            _ => (
+                "n int, c1 text, other text, c3 text".to_owned(),
+                ", c2 OPTIONS (column_name 'other')".to_owned(),
+            ),
+        };
+        remote_sql.push_str(&format!("CREATE TABLE r{i} ({def});"));
+        if i % 3 == 1 {
+            remote_sql.push_str(&format!("ALTER TABLE r{i} DROP COLUMN junk;"));
+        }
+        let alter = if opts.is_empty() {
+            String::new()
+        } else {
+            format!("ALTER FOREIGN TABLE s{i} ALTER COLUMN c2 OPTIONS (column_name 'other');")
+        };
+        coord_sql.push_str(&format!(
+            "CREATE FOREIGN TABLE s{i} PARTITION OF s FOR VALUES WITH (modulus 8, remainder {i})
+                 SERVER shard2 OPTIONS (table_name 'r{i}');
+             {alter}
+             CREATE TABLE want{i} PARTITION OF want FOR VALUES WITH (modulus 8, remainder {i});"
+        ));
+    }
+    remote.batch_execute(&remote_sql).await.unwrap();
+    db.client.batch_execute(&coord_sql).await.unwrap();
+
+    let csv = rows_csv(100_000);
+    let path = db.file(csv.as_bytes(), support::Compress::None);
+    db.client
+        .batch_execute(&format!("COPY want FROM '{}' (FORMAT csv)", path.display()))
+        .await
+        .unwrap();
+    let mut opts = pgtide::load::LoadOptions::new(
+        vec![path.to_string_lossy().into_owned()],
+        QualifiedName::parse("s").unwrap(),
+        pgtide::copyopts::CopyFormat::Csv,
+    );
+    opts.workers = 2;
+    opts.chunk_bytes = 256 << 10;
+    let report = pgtide::load::run(
+        &db.target,
+        &opts,
+        std::sync::Arc::new(pgtide::progress::Progress::new(2)),
+    )
+    .await
+    .unwrap();
+    assert!(report.failure.is_none(), "{:?}", report.failure);
+    assert_eq!(report.rows_loaded, 100_000);
+    assert_eq!(report.rows_read, 100_000);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("routed on the client")),
+        "{:?}",
+        report.notes
+    );
+    for i in 0..8 {
+        // Every row on the shard the server's own routing chose, none
+        // lost, none twice.
+        for (a, b) in [
+            (format!("s{i}"), format!("want{i}")),
+            (format!("want{i}"), format!("s{i}")),
+        ] {
+            let diff = count(
+                &db.client,
+                &format!("SELECT count(*) FROM (SELECT * FROM {a} EXCEPT ALL SELECT * FROM {b}) d"),
+            )
+            .await;
+            assert_eq!(diff, 0, "{a} has rows {b} lacks");
+        }
+        let wrong = count(
+            &db.client,
+            // OFFSET 0: evaluated here, not pushed to the remote server.
+            &format!(
+                "SELECT count(*) FROM (SELECT n FROM s{i} OFFSET 0) x \
+                 WHERE NOT satisfies_hash_partition('s'::regclass, 8, {i}, n)"
+            ),
+        )
+        .await;
+        assert_eq!(wrong, 0);
+        let n = count(&remote, &format!("SELECT count(*) FROM r{i}")).await;
+        assert!(n > 10_000, "r{i} has {n} rows");
+    }
+}

@@ -85,6 +85,11 @@ pub struct LoadOptions {
     pub overwrite_rejects: bool,
     /// Stop once more than this many rows were rejected.
     pub max_rejects: Option<u64>,
+    /// `--route`: whether a partitioned target's rows are routed on the
+    /// client to their leaves (`crate::shard`, issue 10).
+    pub route: crate::shard::load::Route,
+    /// `--shard-db SERVER=CONNINFO`: the connection for a foreign server.
+    pub shard_db: crate::shard::Overrides,
 }
 
 impl LoadOptions {
@@ -106,6 +111,8 @@ impl LoadOptions {
             rejects: None,
             overwrite_rejects: false,
             max_rejects: None,
+            route: Default::default(),
+            shard_db: Default::default(),
         }
     }
 }
@@ -194,6 +201,17 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         catalog::may_skip_rows(&control, table.oid, opts.method.is_insert()).await?;
     let columns = table.select(opts.columns.as_deref())?;
     check_forced_columns(&opts.copy, &columns, &table)?;
+    // Sharded targets (issue 10): the client routes a partitioned table's
+    // rows to its leaves (crate::shard) when it can; else on below.
+    if table.kind == 'p' {
+        if let Ok(plan) = crate::shard::load::plan(target, opts, &table, &columns).await? {
+            drop(control);
+            let (v, skip) = (server_version, table_may_skip);
+            let run =
+                crate::shard::load::run(target, opts, &table, &columns, plan, v, skip, progress);
+            return run.await;
+        }
+    }
     let column_names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
     let list = opts
         .columns

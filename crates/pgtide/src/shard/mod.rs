@@ -15,6 +15,7 @@
 
 pub mod hash;
 pub mod key;
+pub mod load;
 pub mod remote;
 pub mod tree;
 

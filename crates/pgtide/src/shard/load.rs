@@ -1,0 +1,647 @@
+//! Loading a partitioned target with rows routed on the client.
+//!
+//! ```text
+//! reader thread: Source -> Chunker (as every load)
+//!   -> bounded channel (depth 1)
+//!   -> N workers, each with one connection per server (the coordinator
+//!      and every foreign server holding a leaf):
+//!        split each record (copyfmt::fields), route it (Plan::route),
+//!        append its original bytes to its leaf's buffer;
+//!        per server, concurrently: BEGIN; one COPY per leaf with rows
+//!        (columns by name: partitions may order or name them otherwise);
+//!        COMMIT
+//! ```
+//!
+//! Commit model: one transaction per chunk per server. A chunk is done
+//! when every server committed its part; the report lists done chunks as
+//! line ranges, and for a chunk that failed on one server the servers
+//! that did commit their part (in `notes`), so nothing committed is
+//! unaccounted for. Rows the client cannot route go through the
+//! coordinator's parent table in the coordinator's transaction.
+//!
+//! Not here (the load falls back to the ordinary path, see
+//! [`eligible`]): `--rejects`, `--truncate`, `HEADER MATCH`, methods other
+//! than COPY, a non-UTF-8 input or server encoding.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use bytes::Bytes;
+use copyfmt::fields::{split_record, Fields, NullSpec};
+use copyfmt::scan::{self, Dialect};
+use tokio_postgres::Client;
+
+use super::{remote, LeafRoute, Plan, Scratch};
+use crate::catalog::{Column, Table};
+use crate::chunk::{Chunk, Chunker, HeaderMode};
+use crate::conn::{Env, Target};
+use crate::copyopts::{CopyFormat, Header};
+use crate::error::{Error, Result};
+use crate::load::copy::{copy_bytes, Framing};
+use crate::load::{LineRange, LoadOptions, Method, Report};
+use crate::progress::Progress;
+use crate::source::Source;
+
+/// `--route`: where rows of a partitioned target are routed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Route {
+    /// On the client when a leaf is a postgres_fdw table loaded directly
+    /// (where it pays: the coordinator would insert row by row); through
+    /// the coordinator when every leaf is local.
+    #[default]
+    Auto,
+    /// Always on the client (local leaves loaded into the partition).
+    Direct,
+    /// Always through the coordinator (the parent table's COPY).
+    Coordinator,
+}
+
+impl Route {
+    /// Parses `auto`, `direct`, `coordinator`.
+    pub fn parse(s: &str) -> Result<Route> {
+        match s {
+            "auto" => Ok(Route::Auto),
+            "direct" => Ok(Route::Direct),
+            "coordinator" => Ok(Route::Coordinator),
+            _ => Err(Error::config(format!(
+                "--route {s:?}: expected auto, direct or coordinator"
+            ))),
+        }
+    }
+}
+
+/// Why the load cannot route on the client, if it cannot (options only).
+pub fn eligible(opts: &LoadOptions) -> std::result::Result<(), &'static str> {
+    if opts.route == Route::Coordinator {
+        return Err("--route coordinator");
+    }
+    if opts.method != Method::Copy {
+        return Err("only --method copy routes on the client");
+    }
+    if opts.rejects.is_some() {
+        return Err("--rejects is not yet supported with client-side routing");
+    }
+    if opts.truncate {
+        return Err("--truncate is not yet supported with client-side routing");
+    }
+    if opts.copy.header == Header::Match {
+        return Err("HEADER MATCH is not yet supported with client-side routing");
+    }
+    if opts.copy.encoding.as_deref().is_some_and(|e| {
+        let n: String = e.chars().filter(char::is_ascii_alphanumeric).collect();
+        !n.eq_ignore_ascii_case("utf8") && !n.eq_ignore_ascii_case("unicode")
+    }) {
+        return Err("the input is not UTF-8");
+    }
+    Ok(())
+}
+
+/// The load's routing plan, or `None` (with the reason) when it goes
+/// through the coordinator. Reads the tree in a session of its own.
+pub async fn plan(
+    target: &Target,
+    opts: &LoadOptions,
+    table: &Table,
+    columns: &[&Column],
+) -> Result<std::result::Result<Plan, String>> {
+    if let Err(why) = eligible(opts) {
+        return Ok(Err(why.into()));
+    }
+    let client = target.connect().await?;
+    let enc: String = client.query_one("SHOW server_encoding", &[]).await?.get(0);
+    if enc != "UTF8" {
+        return Ok(Err(format!(
+            "the coordinator's encoding is {enc}, not UTF8"
+        )));
+    }
+    let plan = Plan::build(
+        &client,
+        target,
+        table,
+        columns,
+        &opts.shard_db,
+        &Env::from_process(),
+    )
+    .await?;
+    let remote = plan
+        .routes
+        .iter()
+        .any(|r| matches!(r, LeafRoute::Remote(_)));
+    if opts.route == Route::Auto && !remote {
+        return Ok(Err(
+            "no leaf is a postgres_fdw table (--route direct to route local partitions too)".into(),
+        ));
+    }
+    Ok(Ok(plan))
+}
+
+/// One COPY destination: a leaf, or the coordinator's parent table.
+struct Dest {
+    label: String,
+    server: usize,
+    sql: String,
+}
+
+/// A server: the coordinator (index 0) or a foreign server.
+struct Server {
+    label: String,
+    target: Target,
+}
+
+struct Shared {
+    plan: Plan,
+    dests: Vec<Dest>,
+    /// Leaf index -> dest index.
+    leaf_dest: Vec<usize>,
+    coordinator_dest: usize,
+    servers: Vec<Server>,
+    dialect: Dialect,
+    nulls: NullSpec,
+    framing: Framing,
+    message_bytes: usize,
+    may_skip: bool,
+    ledger: Mutex<Ledger>,
+    progress: Arc<Progress>,
+}
+
+#[derive(Default)]
+struct Ledger {
+    rows_loaded: u64,
+    rows_skipped: u64,
+    bytes: u64,
+    chunks: u64,
+    per_dest: BTreeMap<usize, u64>,
+    committed: Vec<LineRange>,
+    partial: Vec<String>,
+    failure: Option<Error>,
+}
+
+/// Loads `opts.inputs` into the partitioned `table` along `plan`.
+#[allow(clippy::too_many_arguments)]
+pub async fn run(
+    target: &Target,
+    opts: &LoadOptions,
+    table: &Table,
+    columns: &[&Column],
+    plan: Plan,
+    server_version: String,
+    table_may_skip: bool,
+    progress: Arc<Progress>,
+) -> Result<Report> {
+    let start = Instant::now();
+    let major = server_version
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(15);
+    let dialect = opts.copy.dialect(major);
+    let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+    let list = |cols: &[&str]| {
+        cols.iter()
+            .map(|c| crate::ident::quote(c))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut servers = vec![Server {
+        label: "coordinator".into(),
+        target: target.clone(),
+    }];
+    let mut dests = vec![Dest {
+        label: format!("{} (through the coordinator)", table.name),
+        server: 0,
+        sql: opts
+            .copy
+            .copy_from_sql(&table.name.quoted(), Some(&list(&names))),
+    }];
+    let mut leaf_dest = Vec::with_capacity(plan.routes.len());
+    for (leaf, route) in plan.tree.leaves.iter().zip(&plan.routes) {
+        match route {
+            LeafRoute::Coordinator(_) => leaf_dest.push(0),
+            LeafRoute::Local => {
+                dests.push(Dest {
+                    label: leaf.name.to_string(),
+                    server: 0,
+                    sql: opts
+                        .copy
+                        .copy_from_sql(&leaf.name.quoted(), Some(&list(&names))),
+                });
+                leaf_dest.push(dests.len() - 1);
+            }
+            LeafRoute::Remote(r) => {
+                let server = match servers.iter().position(|s| s.label == r.server) {
+                    Some(i) => i,
+                    None => {
+                        servers.push(Server {
+                            label: r.server.clone(),
+                            target: r.target.clone(),
+                        });
+                        servers.len() - 1
+                    }
+                };
+                // FORCE_NULL/FORCE_NOT_NULL name columns: the remote names.
+                let mut copy = opts.copy.clone();
+                let rename = |v: &[String]| -> Vec<String> {
+                    v.iter()
+                        .map(|n| {
+                            names
+                                .iter()
+                                .position(|c| c == n)
+                                .map_or(n.clone(), |i| r.columns[i].clone())
+                        })
+                        .collect()
+                };
+                copy.force_null = rename(&opts.copy.force_null);
+                copy.force_not_null = rename(&opts.copy.force_not_null);
+                let (tbl, cols) = remote::remote_copy_target(r);
+                dests.push(Dest {
+                    label: format!("{} on {} ({})", leaf.name, r.server, r.table),
+                    server,
+                    sql: copy.copy_from_sql(&tbl, Some(&cols)),
+                });
+                leaf_dest.push(dests.len() - 1);
+            }
+        }
+    }
+    let mut nulls = NullSpec::for_dialect(&dialect);
+    if let Some(null) = &opts.copy.null {
+        nulls.null = null.as_bytes().to_vec();
+    }
+    nulls.force_null = names
+        .iter()
+        .map(|c| opts.copy.force_null.iter().any(|f| f == c))
+        .collect();
+    nulls.force_not_null = names
+        .iter()
+        .map(|c| opts.copy.force_not_null.iter().any(|f| f == c))
+        .collect();
+    let framing = if opts.copy.format == CopyFormat::Binary {
+        let mut h = Vec::new();
+        copyfmt::binary::write_header(&mut h);
+        Framing {
+            prefix: Some(Bytes::from(h)),
+            binary_trailer: true,
+        }
+    } else {
+        Framing::default()
+    };
+    // Every server answers before anything is read or sent.
+    let mut first_clients = Vec::new();
+    for s in &servers {
+        first_clients.push(
+            s.target
+                .connect()
+                .await
+                .map_err(|e| name_server(e, &s.label))?,
+        );
+    }
+    let shared = Arc::new(Shared {
+        plan,
+        dests,
+        leaf_dest,
+        coordinator_dest: 0,
+        servers,
+        dialect: dialect.clone(),
+        nulls,
+        framing,
+        message_bytes: opts.message_bytes,
+        may_skip: table_may_skip,
+        ledger: Mutex::new(Ledger::default()),
+        progress: progress.clone(),
+    });
+    let (tx, rx) = async_channel::bounded::<Chunk>(1);
+    let reader = {
+        let inputs = opts.inputs.clone();
+        let header = opts.copy.header;
+        let chunk_bytes = opts.chunk_bytes;
+        let max_record = opts.max_record_bytes;
+        let progress = progress.clone();
+        tokio::task::spawn_blocking(move || -> Result<u64> {
+            let mut seq = 0;
+            let mut rows = 0;
+            let mode = match header {
+                Header::None => HeaderMode::None,
+                _ => HeaderMode::Consume,
+            };
+            for input in &inputs {
+                let source = Source::open_counted(input, Some(progress.clone()))?;
+                let mut chunker = Chunker::new(
+                    input,
+                    source.reader,
+                    dialect.clone(),
+                    mode,
+                    chunk_bytes,
+                    seq,
+                )
+                .max_record(max_record);
+                while let Some(chunk) = chunker.next_chunk()? {
+                    if progress.stop_requested() {
+                        return Ok(rows);
+                    }
+                    rows += chunk.records;
+                    Progress::add(&progress.rows_read, chunk.records);
+                    if tx.send_blocking(chunk).is_err() {
+                        return Ok(rows);
+                    }
+                }
+                seq = chunker.next_seq();
+            }
+            Ok(rows)
+        })
+    };
+    let mut workers = Vec::new();
+    let mut first = Some(first_clients);
+    for w in 0..opts.workers.max(1) {
+        let shared = shared.clone();
+        let rx = rx.clone();
+        let clients = first.take();
+        workers.push(tokio::spawn(async move {
+            if let Err(e) = worker(&shared, rx.clone(), w, clients).await {
+                rx.close();
+                let mut l = shared.ledger.lock().unwrap();
+                l.failure.get_or_insert(e);
+            }
+        }));
+    }
+    drop(rx);
+    for w in workers {
+        w.await
+            .map_err(|e| Error::bug(format!("a shard worker panicked: {e}")))?;
+    }
+    let rows_read = match reader.await {
+        Ok(Ok(rows)) => rows,
+        Ok(Err(e)) => {
+            let mut l = shared.ledger.lock().unwrap();
+            l.failure.get_or_insert(e);
+            Progress::get(&progress.rows_read)
+        }
+        Err(e) => return Err(Error::bug(format!("the reader panicked: {e}"))),
+    };
+    let mut ledger = std::mem::take(&mut *shared.ledger.lock().unwrap());
+    ledger
+        .committed
+        .sort_by(|a, b| (&a.input, a.first).cmp(&(&b.input, b.first)));
+    let mut notes = vec![format!(
+        "rows routed on the client to {} leaves of {} (--route coordinator to let the server route)",
+        shared.plan.tree.leaves.len(),
+        table.name
+    )];
+    for (d, rows) in &ledger.per_dest {
+        notes.push(format!("{}: {rows} rows", shared.dests[*d].label));
+    }
+    notes.extend(ledger.partial.iter().cloned());
+    let mut report = Report {
+        rows_read,
+        rows_loaded: ledger.rows_loaded,
+        rows_rejected: 0,
+        rows_skipped_by_table: ledger.rows_skipped,
+        rejects_path: None,
+        bytes: ledger.bytes,
+        seconds: start.elapsed().as_secs_f64(),
+        workers: opts.workers,
+        method: opts.method.name(),
+        server_version,
+        chunks: ledger.chunks,
+        table: table.name.to_string(),
+        committed: merge(ledger.committed),
+        notes,
+        failure: ledger.failure.take(),
+        failed_row: None,
+    };
+    if report.failure.is_none()
+        && report.rows_read != report.rows_loaded + report.rows_skipped_by_table
+    {
+        report.failure = Some(Error::bug(format!(
+            "rows read {} != loaded {} + skipped by the table {}",
+            report.rows_read, report.rows_loaded, report.rows_skipped_by_table
+        )));
+    }
+    Ok(report)
+}
+
+fn merge(mut ranges: Vec<LineRange>) -> Vec<LineRange> {
+    let mut out: Vec<LineRange> = Vec::new();
+    for r in ranges.drain(..) {
+        match out.last_mut() {
+            Some(l) if l.input == r.input && l.last + 1 >= r.first => l.last = l.last.max(r.last),
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+fn name_server(e: Error, label: &str) -> Error {
+    let hint = e.hint().map(str::to_owned);
+    let mut out = Error::new(e.kind(), format!("shard {label}: {}", e.message()));
+    if let Some(h) = hint {
+        out = out.with_hint(h);
+    }
+    if let Some(s) = e.sqlstate() {
+        out = out.with_sqlstate(s.to_owned());
+    }
+    out
+}
+
+/// One chunk cut into per-destination buffers.
+struct Routed {
+    bufs: Vec<Vec<u8>>,
+    /// Per destination: the input line of each record sent.
+    lines: Vec<Vec<u64>>,
+}
+
+fn route_chunk(s: &Shared, chunk: &Chunk) -> Routed {
+    let n = s.dests.len();
+    let mut bufs = vec![Vec::new(); n];
+    let mut lines = vec![Vec::new(); n];
+    if chunk.eol_errors > 0 {
+        // The server settles line endings per COPY: such a chunk goes
+        // whole through the coordinator, which reports the bad row.
+        bufs[s.coordinator_dest].extend_from_slice(&chunk.data);
+        lines[s.coordinator_dest] = (0..chunk.records).map(|i| chunk.first_line + i).collect();
+        return Routed { bufs, lines };
+    }
+    let mut fields = Fields::new();
+    let mut scratch = Scratch::default();
+    for span in scan::records_with(&s.dialect, chunk.eol, &chunk.data) {
+        let rec = &chunk.data[span.start..span.end];
+        let dest = if split_record(&s.dialect, &s.nulls, rec, &mut fields).is_err() {
+            s.coordinator_dest
+        } else {
+            match s.plan.route(&fields, &mut scratch) {
+                super::Dest::Leaf(i) => s.leaf_dest[i],
+                super::Dest::Coordinator => s.coordinator_dest,
+            }
+        };
+        bufs[dest].extend_from_slice(rec);
+        lines[dest].push(chunk.first_line + span.line);
+    }
+    Routed { bufs, lines }
+}
+
+async fn worker(
+    s: &Shared,
+    rx: async_channel::Receiver<Chunk>,
+    w: usize,
+    clients: Option<Vec<Client>>,
+) -> Result<()> {
+    let clients = match clients {
+        Some(c) => c,
+        None => {
+            let mut c = Vec::new();
+            for srv in &s.servers {
+                c.push(
+                    srv.target
+                        .connect()
+                        .await
+                        .map_err(|e| name_server(e, &srv.label))?,
+                );
+            }
+            c
+        }
+    };
+    while let Ok(chunk) = rx.recv().await {
+        if s.ledger.lock().unwrap().failure.is_some() {
+            break;
+        }
+        let routed = route_chunk(s, &chunk);
+        let per_server = s
+            .servers
+            .iter()
+            .enumerate()
+            .map(|(i, _)| load_server(s, &clients[i], i, &routed, &chunk));
+        let results = futures_util::future::join_all(per_server).await;
+        let mut l = s.ledger.lock().unwrap();
+        let last = chunk.first_line + chunk.lines.max(1) - 1;
+        let mut ok_servers = Vec::new();
+        let mut err = None;
+        for (i, r) in results.into_iter().enumerate() {
+            match r {
+                Ok(counts) => {
+                    if !counts.is_empty() {
+                        ok_servers.push(s.servers[i].label.clone());
+                    }
+                    for (d, sent, got) in counts {
+                        *l.per_dest.entry(d).or_default() += got;
+                        l.rows_loaded += got;
+                        l.rows_skipped += sent - got;
+                        Progress::add(&s.progress.rows_loaded, got);
+                        if let Some(c) = s.progress.worker_rows.get(w) {
+                            Progress::add(c, got);
+                        }
+                    }
+                }
+                Err(e) => {
+                    err.get_or_insert(e);
+                }
+            }
+        }
+        match err {
+            None => {
+                l.chunks += 1;
+                l.bytes += chunk.data.len() as u64;
+                l.committed.push(LineRange {
+                    input: chunk.input.to_string(),
+                    first: chunk.first_line,
+                    last,
+                });
+            }
+            Some(e) => {
+                if !ok_servers.is_empty() {
+                    l.partial.push(format!(
+                        "{} lines {}-{}: committed on {} only",
+                        chunk.input,
+                        chunk.first_line,
+                        last,
+                        ok_servers.join(", ")
+                    ));
+                }
+                l.failure.get_or_insert(e);
+                drop(l);
+                rx.close();
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One chunk's rows for server `i`: one transaction, one COPY per
+/// destination with rows. Returns (dest, rows sent, rows loaded).
+async fn load_server(
+    s: &Shared,
+    client: &Client,
+    i: usize,
+    routed: &Routed,
+    chunk: &Chunk,
+) -> Result<Vec<(usize, u64, u64)>> {
+    let mine: Vec<usize> = (0..s.dests.len())
+        .filter(|&d| s.dests[d].server == i && !routed.bufs[d].is_empty())
+        .collect();
+    if mine.is_empty() {
+        return Ok(Vec::new());
+    }
+    let label = &s.servers[i].label;
+    client
+        .batch_execute("BEGIN")
+        .await
+        .map_err(|e| name_server(e.into(), label))?;
+    let mut counts = Vec::new();
+    for d in mine {
+        let data = Bytes::from(routed.bufs[d].clone());
+        let sent = routed.lines[d].len() as u64;
+        let got =
+            match copy_bytes(client, &s.dests[d].sql, &s.framing, &data, s.message_bytes).await {
+                Ok(n) => n,
+                Err(e) => {
+                    let _ = client.batch_execute("ROLLBACK").await;
+                    return Err(row_error(e, &s.dests[d], &routed.lines[d], chunk));
+                }
+            };
+        if got > sent || (got < sent && !s.may_skip) {
+            let _ = client.batch_execute("ROLLBACK").await;
+            return Err(Error::bug(format!(
+                "{}: the server counted {got} rows of the {sent} sent",
+                s.dests[d].label
+            )));
+        }
+        counts.push((d, sent, got));
+    }
+    client
+        .batch_execute("COMMIT")
+        .await
+        .map_err(|e| name_server(e.into(), label))?;
+    Ok(counts)
+}
+
+/// A COPY error naming the destination and, when the server names a line
+/// of the COPY, the input line.
+fn row_error(e: tokio_postgres::Error, dest: &Dest, lines: &[u64], chunk: &Chunk) -> Error {
+    let line = e
+        .as_db_error()
+        .and_then(|db| db.where_())
+        .and_then(|w| {
+            let rest = &w[w.find(", line ")? + 7..];
+            let n: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            n.parse::<usize>().ok()
+        })
+        .and_then(|n| lines.get(n.checked_sub(1)?));
+    let out = name_server(e.into(), &dest.label);
+    match line {
+        None => out,
+        Some(line) => {
+            let mut with_line = Error::new(
+                out.kind(),
+                format!("{} (input {} line {line})", out.message(), chunk.input),
+            )
+            .with_hint(
+                out.hint()
+                    .unwrap_or("fix the row and load the lines not listed as done")
+                    .to_owned(),
+            );
+            if let Some(code) = out.sqlstate() {
+                with_line = with_line.with_sqlstate(code.to_owned());
+            }
+            with_line
+        }
+    }
+}
