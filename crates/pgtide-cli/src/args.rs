@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod copy;
+mod create;
 pub use copy::CopyArgs;
+pub use create::{CreateArg, CreateArgs, CREATE_HELP};
 
 /// pgtide: the fastest and safest way to move rows into, out of and
 /// between PostgreSQL servers.
@@ -46,6 +48,26 @@ pub enum Command {
     /// The README's demo: generate a data set, load it with pgtide and with
     /// psql \copy on the embedded server, print both timings.
     Demo(DemoArgs),
+    /// Print a shell completion script: `pgtide completions bash >
+    /// ~/.local/share/bash-completion/completions/pgtide`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: ShellArg,
+    },
+    /// Print the man page (roff): `pgtide man > pgtide.1; man ./pgtide.1`.
+    Man,
+}
+
+/// Shells `pgtide completions` writes for.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ShellArg {
+    /// bash (bash-completion).
+    Bash,
+    /// zsh.
+    Zsh,
+    /// fish.
+    Fish,
 }
 
 /// `pgtide server ...`
@@ -120,7 +142,7 @@ pub enum MethodArg {
 
 /// `pgtide load ...`
 #[derive(Debug, Args)]
-#[command(after_long_help = LOAD_AFTER_HELP)]
+#[command(after_long_help = format!("{LOAD_AFTER_HELP}\n\n{CREATE_HELP}"))]
 pub struct LoadArgs {
     /// Input files; `-` reads stdin. gzip and zstd are detected by their
     /// magic bytes.
@@ -274,6 +296,10 @@ pub struct LoadArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+
+    /// --create and its options.
+    #[command(flatten)]
+    pub create: CreateArgs,
 }
 
 /// Most `--workers`: each worker is one server connection (PostgreSQL

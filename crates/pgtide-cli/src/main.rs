@@ -55,6 +55,8 @@ fn main() -> ExitCode {
             Command::Server { action } => cmd::server::run(action).await,
             Command::Bench(a) => cmd::bench::run(a).await,
             Command::Demo(a) => cmd::demo::run(a).await,
+            Command::Completions { shell } => cmd::docs::completions(shell),
+            Command::Man => cmd::docs::man(),
         }
     });
     match result {

@@ -118,7 +118,7 @@ pub fn column_list(columns: &[&Column]) -> String {
 
 fn missing_table(name: &QualifiedName) -> Error {
     Error::new(ErrorKind::Config, format!("table {name} does not exist")).with_hint(
-        "create it first, check the spelling and schema (names are \
+        "create it first (or let --create make it from the file), check the spelling and schema (names are \
              case-folded unless quoted, e.g. --table '\"MyTable\"'), and the \
              database given by --db",
     )

@@ -13,6 +13,7 @@ pub mod copyopts;
 pub mod error;
 pub mod export;
 pub mod ident;
+pub mod infer;
 pub mod load;
 pub mod progress;
 pub mod reject;

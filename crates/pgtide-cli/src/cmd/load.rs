@@ -4,10 +4,11 @@ use std::sync::Arc;
 
 use pgtide::copyopts::{option_byte, CopyFormat, Header};
 use pgtide::ident::{parse_column_list, QualifiedName};
+use pgtide::infer::create::Create;
 use pgtide::load::{self, LoadOptions};
 use pgtide::progress::Progress;
 
-use crate::args::{FormatArg, HeaderArg, LoadArgs, MethodArg};
+use crate::args::{CreateArg, CreateArgs, FormatArg, HeaderArg, LoadArgs, MethodArg};
 use crate::progress::{Display, Work};
 use crate::render;
 
@@ -26,6 +27,11 @@ pub async fn run(a: LoadArgs) -> pgtide::Result<u8> {
         return Err(pgtide::Error::config("stdin (-) can be given only once"));
     }
     let target = super::target_or_embedded(a.db.as_deref()).await?;
+    if a.create.explain {
+        let plan = load::create::explain(&target, &opts).await?;
+        super::write_stdout(plan.explain().as_bytes());
+        return Ok(crate::EXIT_OK);
+    }
     let progress = Arc::new(Progress::new(opts.workers));
     super::stop_on_signal(progress.clone());
     let shown = Display::start(a.progress, a.quiet || a.json, Work::Load, progress.clone());
@@ -85,6 +91,7 @@ fn options(a: &LoadArgs, format: CopyFormat) -> pgtide::Result<LoadOptions> {
         let (server, conninfo) = pgtide::shard::remote::parse_override(s)?;
         o.shard_db.insert(server, conninfo);
     }
+    o.create = create_options(&a.create)?;
     let c = &mut o.copy;
     c.header = match a.header {
         HeaderArg::False => Header::None,
@@ -121,4 +128,26 @@ fn column_lists(lists: &[String]) -> pgtide::Result<Vec<String>> {
         names.extend(parse_column_list(list)?);
     }
     Ok(names)
+}
+
+/// `--create`, `--type col=TYPE`, `--sample-rows`.
+fn create_options(a: &CreateArgs) -> pgtide::Result<Option<Create>> {
+    let Some(when) = a.create else {
+        return Ok(None);
+    };
+    let mut types = Vec::new();
+    for t in &a.types {
+        let Some((col, ty)) = t.split_once('=') else {
+            return Err(
+                pgtide::Error::config(format!("--type {t}: expected COL=TYPE"))
+                    .with_hint("e.g. --type zip=text"),
+            );
+        };
+        types.push((col.trim().to_string(), ty.trim().to_string()));
+    }
+    Ok(Some(Create {
+        if_not_exists: when == CreateArg::IfNotExists,
+        types,
+        sample_rows: a.sample_rows,
+    }))
 }

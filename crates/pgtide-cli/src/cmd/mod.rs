@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod copy;
 pub mod demo;
+pub mod docs;
 pub mod export;
 pub mod load;
 pub mod server;
@@ -71,4 +72,17 @@ pub fn copy_chars(
     c.quote = byte("quote", quote)?;
     c.escape = byte("escape", escape)?;
     Ok(())
+}
+
+/// Writes `bytes` to stdout; a reader that went away (`| head`) is not
+/// an error, anything else is said on stderr.
+pub fn write_stdout(bytes: &[u8]) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("warning: cannot write to stdout: {e}");
+        }
+        _ => {}
+    }
 }

@@ -20,6 +20,7 @@
 
 mod binary;
 pub mod copy;
+pub mod create;
 mod failure;
 mod insert;
 mod invariants;
@@ -90,6 +91,9 @@ pub struct LoadOptions {
     pub route: crate::shard::load::Route,
     /// `--shard-db SERVER=CONNINFO`: the connection for a foreign server.
     pub shard_db: crate::shard::Overrides,
+    /// `--create`: make the table from the inputs (`infer`), right before
+    /// the first chunk, like `truncate`.
+    pub create: Option<crate::infer::create::Create>,
 }
 
 impl LoadOptions {
@@ -113,6 +117,7 @@ impl LoadOptions {
             max_rejects: None,
             route: Default::default(),
             shard_db: Default::default(),
+            create: None,
         }
     }
 }
@@ -196,9 +201,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     let control = target.connect().await?;
     let server_version: String = control.query_one("SHOW server_version", &[]).await?.get(0);
     let major = catalog::server_major(&control).await?;
-    let table = Table::resolve(&control, &opts.table).await?;
-    let table_may_skip =
-        catalog::may_skip_rows(&control, table.oid, opts.method.is_insert()).await?;
+    let (table, table_may_skip, created) = create::resolve(&control, opts, major).await?;
     let columns = table.select(opts.columns.as_deref())?;
     check_forced_columns(&opts.copy, &columns, &table)?;
     // Sharded targets (issue 10): the client routes a partitioned table's
@@ -256,6 +259,10 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         message_bytes: opts.message_bytes,
         rejects: opts.rejects.clone(),
         overwrite_rejects: opts.overwrite_rejects,
+        create_sql: created
+            .as_ref()
+            .filter(|c| !c.exists)
+            .map(|c| c.sql.clone()),
         truncate_sql: opts
             .truncate
             .then(|| format!("TRUNCATE {}", table.name.quoted())),
@@ -283,6 +290,9 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         failure: outcome.failure,
         failed_row: outcome.failed_row,
     };
+    if let Some(plan) = &created {
+        create::report(plan, &mut report);
+    }
     if report.failure.is_none() {
         report.failure = invariants::check_rows(
             report.rows_read,

@@ -45,6 +45,8 @@ pub(super) struct Plan {
     pub rejects: Option<std::path::PathBuf>,
     /// `--force`: the reject file may replace an existing one.
     pub overwrite_rejects: bool,
+    /// `CREATE TABLE` (`--create`), run once everything is checked.
+    pub create_sql: Option<String>,
     /// `TRUNCATE` statement (`--truncate`), run once everything is checked.
     pub truncate_sql: Option<String>,
     /// `--max-rejects`.
@@ -192,8 +194,9 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
 
 /// Everything is checked and the first chunk is cut (its input's header,
 /// if any, is `header`): frames binary COPY, creates the reject file, and
-/// truncates the table (`--truncate`), in that order, so that a reject
-/// file that cannot be created leaves the table as it was.
+/// creates (`--create`) and truncates the table (`--truncate`), in that
+/// order, so that a reject file that cannot be created leaves the table as
+/// it was (and uncreated).
 async fn start_writing(
     plan: &Plan,
     spec: &mut LoaderSpec,
@@ -214,8 +217,12 @@ async fn start_writing(
         file.set_framing(header, binary);
         shared.lock().expect("worker state").rejects = Some(file);
     }
-    if let (Some(sql), Some((client, _))) = (&plan.truncate_sql, clients.first()) {
-        if let Err(e) = client.batch_execute(sql).await {
+    let first_writes = [&plan.create_sql, &plan.truncate_sql];
+    for sql in first_writes.into_iter().flatten() {
+        let Some((client, _)) = clients.first() else {
+            break;
+        };
+        if let Err(e) = client.execute(sql.as_str(), &[]).await {
             // Nothing was loaded: an empty reject file left behind would
             // only make the next run ask for --force.
             if let Some(file) = shared.lock().expect("worker state").rejects.take() {
