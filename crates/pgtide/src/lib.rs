@@ -5,6 +5,7 @@
 
 #![deny(missing_docs)]
 
+pub mod batch;
 pub mod catalog;
 pub mod chunk;
 pub mod cluster;
@@ -12,6 +13,7 @@ pub mod conn;
 pub mod copyopts;
 pub mod error;
 pub mod export;
+pub mod failure;
 pub mod ident;
 pub mod infer;
 pub mod load;

@@ -86,7 +86,7 @@ fn options(a: &LoadArgs, format: CopyFormat) -> pgtide::Result<LoadOptions> {
     o.chunk_bytes = a.chunk_bytes.max(1024);
     o.message_bytes = a.message_bytes.max(1);
     o.max_record_bytes = a.max_record_bytes;
-    o.route = pgtide::shard::load::Route::parse(&a.route)?;
+    o.route = pgtide::load::sharded::Route::parse(&a.route)?;
     for s in &a.shard_db {
         let (server, conninfo) = pgtide::shard::remote::parse_override(s)?;
         o.shard_db.insert(server, conninfo);

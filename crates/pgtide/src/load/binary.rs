@@ -30,8 +30,9 @@ use futures_util::SinkExt;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::copy::{copy_bytes, Framing};
-use super::failure::parse_context;
-use super::method::{record_at_line, Batch, BatchError, LoaderSpec, MethodSetup};
+use super::spec::{record_at_line, LoaderSpec, MethodSetup};
+use crate::batch::{Batch, BatchError};
+use crate::failure::parse_context;
 use super::setup::is_utf8_name;
 use crate::error::Result;
 

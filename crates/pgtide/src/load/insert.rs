@@ -32,7 +32,8 @@ use tokio_postgres::types::{to_sql_checked, Format, IsNull, ToSql, Type};
 use tokio_postgres::{Client, Statement};
 
 use super::copy::copy_bytes;
-use super::method::{Batch, BatchError, LoaderSpec, Method, MethodSetup};
+use super::spec::{LoaderSpec, Method, MethodSetup};
+use crate::batch::{Batch, BatchError};
 use super::pipeline::{drive, Cost, Window, PIPELINE_WINDOW};
 use crate::copyopts::CopyFormat;
 use crate::error::{Error, Result};
@@ -202,7 +203,6 @@ pub(super) async fn load(
     batch: &Batch,
 ) -> std::result::Result<u64, BatchError> {
     match spec.method {
-        Method::Values => super::values::load(client, spec, statements, batch).await,
         Method::Insert => rows(client, spec, statements, batch, ONE_AT_A_TIME, usize::MAX).await,
         _ => rows(client, spec, statements, batch, PIPELINE_WINDOW, usize::MAX).await,
     }

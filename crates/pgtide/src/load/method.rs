@@ -25,137 +25,20 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use copyfmt::convert::Encoder;
-use copyfmt::scan::{self, Dialect};
 use tokio_postgres::Client;
 
 use super::binary;
-use super::copy::{copy_bytes, Framing};
+use super::copy::copy_bytes;
 use super::insert;
+use super::values;
 use super::invariants::check_count;
-pub use super::setup::MethodSetup;
+use super::spec::copy_error;
+pub use super::spec::{record_at_line, LoaderSpec, Method, MethodSetup};
+pub(super) use super::step::rollback_in_step;
+pub use crate::batch::{Batch, BatchError};
 use crate::copyopts::CopyFormat;
 use crate::error::{Error, Result};
-
-/// How rows are sent to the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Method {
-    /// `COPY ... FROM STDIN` with the input bytes passed through.
-    Copy,
-    /// Text/CSV input encoded client-side into binary COPY.
-    Binary,
-    /// Prepared single-row INSERTs, pipelined on one connection.
-    Pipeline,
-    /// Multi-row `INSERT ... VALUES` with bound parameters.
-    Values,
-    /// Prepared single-row INSERTs, one at a time.
-    Insert,
-}
-
-impl Method {
-    /// Every method, in `--help` order.
-    pub const ALL: [Method; 5] = [
-        Method::Copy,
-        Method::Binary,
-        Method::Pipeline,
-        Method::Values,
-        Method::Insert,
-    ];
-
-    /// The name users type (`--method`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Method::Copy => "copy",
-            Method::Binary => "binary",
-            Method::Pipeline => "pipeline",
-            Method::Values => "values",
-            Method::Insert => "insert",
-        }
-    }
-
-    /// The method named `name` (as [`Method::name`] spells it).
-    pub fn from_name(name: &str) -> Option<Method> {
-        Method::ALL.into_iter().find(|m| m.name() == name)
-    }
-
-    /// Sends rows as INSERT statements (and so can run `--sql`).
-    pub fn is_insert(self) -> bool {
-        matches!(self, Method::Pipeline | Method::Values | Method::Insert)
-    }
-}
-
-/// Whole records of one chunk, loaded in one transaction.
-#[derive(Debug, Clone)]
-pub struct Batch {
-    /// The records' bytes, as in the input.
-    pub data: Bytes,
-    /// How many records `data` holds.
-    pub records: u64,
-}
-
-/// Why a batch failed.
-#[derive(Debug)]
-pub struct BatchError {
-    /// 0-based index in the batch of the record the server refused, when
-    /// it named one.
-    pub record: Option<u64>,
-    /// True when the connection broke after `COMMIT` was sent: the batch
-    /// may or may not be committed, so it must not be retried.
-    pub commit_unknown: bool,
-    /// The server's (or the socket's) error.
-    pub error: tokio_postgres::Error,
-}
-
-impl BatchError {
-    /// An error that names no record.
-    pub fn plain(error: tokio_postgres::Error) -> BatchError {
-        BatchError {
-            record: None,
-            commit_unknown: false,
-            error,
-        }
-    }
-
-    /// An error in `record`, when the server sent it (a broken connection
-    /// names no record).
-    pub fn at(record: u64, error: tokio_postgres::Error) -> BatchError {
-        BatchError {
-            record: error.as_db_error().map(|_| record),
-            commit_unknown: false,
-            error,
-        }
-    }
-}
-
-/// What a loader needs to know about the statement it runs.
-#[derive(Debug, Clone)]
-pub struct LoaderSpec {
-    /// The method.
-    pub method: Method,
-    /// The COPY statement (COPY methods).
-    pub copy_sql: String,
-    /// Header/trailer around COPY data (binary input).
-    pub framing: Framing,
-    /// CopyData message size.
-    pub message_bytes: usize,
-    /// Input dialect, to find records in a batch.
-    pub dialect: Dialect,
-    /// The relation name as the server prints it in error contexts.
-    pub relname: String,
-    /// Columns, NULL spelling and statements for the non-COPY methods.
-    pub setup: Arc<MethodSetup>,
-    /// The COPY statement with `ON_ERROR ignore` (PostgreSQL 17+, text or
-    /// CSV, with `--rejects`): type errors are skipped in one pass.
-    pub on_error_sql: Option<String>,
-    /// The target may drop rows on purpose: it (or, when partitioned, a
-    /// partition) has a BEFORE or INSTEAD OF row trigger on INSERT, whose
-    /// function may return NULL (or, for the INSERT methods, an INSTEAD
-    /// rule). Only then may the server count fewer rows than were sent
-    /// (`check_count`).
-    pub table_may_skip: bool,
-}
 
 impl LoaderSpec {
     /// Checks the method against the options and the server, on `client`
@@ -204,6 +87,19 @@ impl LoaderSpec {
             }
         }
         Ok(notes)
+    }
+}
+
+/// A loader; it listens to notices only when its COPY runs with
+/// `ON_ERROR ignore` (elsewhere nobody would drain them).
+pub(super) fn new_loader(
+    client: Client,
+    notices: crate::conn::Notices,
+    spec: &Arc<LoaderSpec>,
+) -> Loader {
+    match spec.on_error_sql {
+        Some(_) => Loader::with_notices(client, notices, spec.clone()),
+        None => Loader::new(client, spec.clone()),
     }
 }
 
@@ -433,7 +329,11 @@ impl Loader {
                 }
             }
             Method::Pipeline | Method::Insert | Method::Values => {
-                insert::load(&self.client, &spec, &mut self.state.statements, batch).await
+                let statements = &mut self.state.statements;
+                match spec.method {
+                    Method::Values => values::load(&self.client, &spec, statements, batch).await,
+                    _ => insert::load(&self.client, &spec, statements, batch).await,
+                }
             }
         }
     }
@@ -502,34 +402,6 @@ impl Loader {
     }
 }
 
-/// Ends a failed transaction and proves the connection is in step: after
-/// an error, a response may still be on its way for an earlier request.
-/// A COPY refused before copy mode (lock timeout, aborted transaction,
-/// permissions) is the known case: tokio-postgres then sends one Sync too
-/// many, and the server's extra ReadyForQuery would answer the next
-/// request ("unexpected message from server", or worse, a wrong answer).
-/// So the ROLLBACK carries a token no other request returns: in step only
-/// when the answer is that token. False means discard the connection.
-pub(super) async fn rollback_in_step(client: &Client) -> bool {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static TOKEN: AtomicU64 = AtomicU64::new(1);
-    let token = TOKEN.fetch_add(1, Ordering::Relaxed).to_string();
-    let Ok(messages) = client
-        .simple_query(&format!("ROLLBACK; SELECT {token}"))
-        .await
-    else {
-        return false;
-    };
-    let rows: Vec<_> = messages
-        .iter()
-        .filter_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(r) => Some(r.get(0)),
-            _ => None,
-        })
-        .collect();
-    rows == [Some(token.as_str())]
-}
-
 /// Whether a NOTICE with this routine is ON_ERROR's "skipping row ...":
 /// raised by `NextCopyFrom` up to PostgreSQL 17 and by
 /// `CopyFromTextLikeOneRow` from 18 on (the per-format row routines).
@@ -549,28 +421,3 @@ fn first_number(message: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// A text COPY's error, with the record its `line N` designates in `data`.
-pub(super) fn copy_error(
-    spec: &LoaderSpec,
-    data: &[u8],
-    error: tokio_postgres::Error,
-) -> BatchError {
-    let record = error.as_db_error().and_then(|db| {
-        let (line, _) = super::failure::parse_context(db.where_()?, &spec.relname)?;
-        record_at_line(&spec.dialect, data, line)
-    });
-    BatchError {
-        record,
-        commit_unknown: false,
-        error,
-    }
-}
-
-/// The 0-based record that the server's `line N` designates in `data`
-/// (see [`scan::record_at_server_line`] for how the server counts).
-/// `data` must start with a record whose line break fits the input's
-/// style, so that the server settles on the same style: chunks with a
-/// misfit record are never sent whole (see `Chunk::eol_errors`).
-pub fn record_at_line(dialect: &Dialect, data: &[u8], line: u64) -> Option<u64> {
-    scan::record_at_server_line(dialect, data, line)
-}

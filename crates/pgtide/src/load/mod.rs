@@ -21,12 +21,18 @@
 mod binary;
 pub mod copy;
 pub mod create;
-mod failure;
 mod insert;
 mod invariants;
 pub mod method;
+mod outcome;
 mod pipeline;
+mod plan;
+mod reader;
+mod row_error;
 mod setup;
+pub mod sharded;
+mod spec;
+mod step;
 mod values;
 mod worker;
 mod workers;
@@ -44,7 +50,7 @@ use crate::error::{Error, Result};
 use crate::ident::QualifiedName;
 use crate::progress::Progress;
 
-pub use failure::RowFailure;
+pub use crate::failure::RowFailure;
 pub use method::Method;
 
 /// What to load, where and how.
@@ -86,14 +92,14 @@ pub struct LoadOptions {
     pub overwrite_rejects: bool,
     /// Stop once more than this many rows were rejected.
     pub max_rejects: Option<u64>,
-    /// `--route`: whether a partitioned target's rows are routed on the
-    /// client to their leaves (`crate::shard`, issue 10).
-    pub route: crate::shard::load::Route,
-    /// `--shard-db SERVER=CONNINFO`: the connection for a foreign server.
-    pub shard_db: crate::shard::Overrides,
     /// `--create`: make the table from the inputs (`infer`), right before
     /// the first chunk, like `truncate`.
     pub create: Option<crate::infer::create::Create>,
+    /// `--route`: whether a partitioned target's rows are routed on the
+    /// client to their leaves (`crate::shard`, issue 10).
+    pub route: sharded::Route,
+    /// `--shard-db SERVER=CONNINFO`: the connection for a foreign server.
+    pub shard_db: crate::shard::Overrides,
 }
 
 impl LoadOptions {
@@ -115,9 +121,9 @@ impl LoadOptions {
             rejects: None,
             overwrite_rejects: false,
             max_rejects: None,
+            create: None,
             route: Default::default(),
             shard_db: Default::default(),
-            create: None,
         }
     }
 }
@@ -207,11 +213,11 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     // Sharded targets (issue 10): the client routes a partitioned table's
     // rows to its leaves (crate::shard) when it can; else on below.
     if table.kind == 'p' {
-        if let Ok(plan) = crate::shard::load::plan(target, opts, &table, &columns).await? {
+        if let Ok(plan) = sharded::plan(target, opts, &table, &columns).await? {
             drop(control);
             let (v, skip) = (server_version, table_may_skip);
             let run =
-                crate::shard::load::run(target, opts, &table, &columns, plan, v, skip, progress);
+                sharded::run(target, opts, &table, &columns, plan, v, skip, progress);
             return run.await;
         }
     }

@@ -19,7 +19,9 @@ use tokio_postgres::{Client, Statement};
 use super::insert::{
     copy_one, params_bytes, parse, rows, statement_sql, values_rows, Row, Statements, TextParam,
 };
-use super::method::{rollback_in_step, Batch, BatchError, LoaderSpec};
+use super::spec::LoaderSpec;
+use super::step::rollback_in_step;
+use crate::batch::{Batch, BatchError};
 use super::pipeline::{drive, Cost, Window, PIPELINE_WINDOW};
 
 /// `values` statements in flight: enough to overlap the client's

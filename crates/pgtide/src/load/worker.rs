@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::method::{Batch, BatchError, InDoubt, Loader, LoaderSpec};
-use super::workers::{chunk_error, last_line, new_loader, show_row, Done, Failed, Shared};
+use super::method::new_loader;
+use super::outcome::{last_line, Done, Failed, Shared};
+use super::row_error::{chunk_error, show_row};
 use super::RowFailure;
 use crate::chunk::Chunk;
 use crate::conn::Target;
@@ -329,8 +331,16 @@ struct Session<'a> {
 }
 
 impl Resilient for Session<'_> {
-    fn loader(&mut self) -> &mut Loader {
-        self.loader
+    fn dialect(&self) -> &copyfmt::scan::Dialect {
+        &self.loader.spec().dialect
+    }
+
+    fn relname(&self) -> &str {
+        &self.loader.spec().relname
+    }
+
+    fn take_skipped(&mut self) -> Vec<u64> {
+        self.loader.take_skipped()
     }
 
     fn load(&mut self, batch: &Batch) -> impl Future<Output = Result<u64, BatchError>> + Send {

@@ -10,54 +10,20 @@
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use copyfmt::fields::{split_record, Fields, NullSpec};
-use copyfmt::scan::Dialect;
 
 use super::copy::Framing;
-use super::failure::RowFailure;
-use super::method::{Loader, LoaderSpec, Method};
+pub(super) use super::plan::Plan;
+use super::method::{new_loader, LoaderSpec};
+use super::outcome::{Done, Shared};
+use super::reader::{read_all, ReadStats};
 use super::worker::{work, Ctx};
+use crate::failure::RowFailure;
 use super::LineRange;
-use crate::chunk::{Chunk, Chunker, HeaderMode};
-use crate::conn::Target;
-use crate::copyopts::{CopyFormat, Header};
+use crate::chunk::Chunk;
+use crate::copyopts::CopyFormat;
 use crate::error::{Error, ErrorKind, Result};
 use crate::progress::Progress;
 use crate::reject::RejectFile;
-use crate::source::Source;
-
-/// Everything the pool needs, resolved by `load::run`.
-pub(super) struct Plan {
-    pub target: Target,
-    pub method: Method,
-    pub sql: String,
-    pub dialect: Dialect,
-    pub format: CopyFormat,
-    pub header: Header,
-    pub column_names: Vec<String>,
-    pub relname: String,
-    pub inputs: Vec<String>,
-    pub workers: usize,
-    pub chunk_bytes: usize,
-    pub max_record_bytes: usize,
-    pub message_bytes: usize,
-    /// Reject file path (`--rejects`): bad rows are isolated, not fatal.
-    pub rejects: Option<std::path::PathBuf>,
-    /// `--force`: the reject file may replace an existing one.
-    pub overwrite_rejects: bool,
-    /// `CREATE TABLE` (`--create`), run once everything is checked.
-    pub create_sql: Option<String>,
-    /// `TRUNCATE` statement (`--truncate`), run once everything is checked.
-    pub truncate_sql: Option<String>,
-    /// `--max-rejects`.
-    pub max_rejects: Option<u64>,
-    /// COPY with `ON_ERROR ignore` (PostgreSQL 17+ with `--rejects`).
-    pub on_error_sql: Option<String>,
-    /// The target's triggers may drop rows (`catalog::may_skip_rows`).
-    pub table_may_skip: bool,
-    /// Columns, NULL spelling, `--sql` and `--batch-rows` for the methods.
-    pub method_setup: super::method::MethodSetup,
-}
 
 /// What the pool did.
 pub(super) struct Outcome {
@@ -71,46 +37,6 @@ pub(super) struct Outcome {
     pub notes: Vec<String>,
     pub failure: Option<Error>,
     pub failed_row: Option<RowFailure>,
-}
-
-/// Input lines whose rows are all committed or rejected.
-pub(super) struct Done {
-    pub seq: u64,
-    pub input: Arc<str>,
-    pub first_line: u64,
-    pub last_line: u64,
-}
-
-/// A chunk that stopped the load.
-pub(super) struct Failed {
-    pub seq: u64,
-    pub error: Error,
-    pub row: Option<RowFailure>,
-}
-
-/// What the workers report, under one lock (touched once per chunk).
-#[derive(Default)]
-pub(super) struct Shared {
-    pub done: Vec<Done>,
-    pub failed: Vec<Failed>,
-    pub rejects: Option<RejectFile>,
-    pub loaded: u64,
-    pub rejected: u64,
-    /// Rows the table dropped on purpose (its triggers).
-    pub skipped_by_table: u64,
-    pub bytes: u64,
-}
-
-/// What the reader thread read, also when it failed: the rows handed
-/// out before an error were read, and the summary must say so.
-#[derive(Default)]
-struct ReadStats {
-    rows: u64,
-    notes: Vec<String>,
-    /// Reading stopped early because a stop was requested.
-    interrupted: bool,
-    /// Why reading stopped before the end of the inputs.
-    error: Option<Error>,
 }
 
 /// Runs the load. Nothing is written (table, reject file) until every
@@ -305,25 +231,6 @@ fn interrupted() -> Error {
     )
 }
 
-/// A loader; it listens to notices only when its COPY runs with
-/// `ON_ERROR ignore` (elsewhere nobody would drain them).
-pub(super) fn new_loader(
-    client: tokio_postgres::Client,
-    notices: crate::conn::Notices,
-    spec: &Arc<LoaderSpec>,
-) -> Loader {
-    match spec.on_error_sql {
-        Some(_) => Loader::with_notices(client, notices, spec.clone()),
-        None => Loader::new(client, spec.clone()),
-    }
-}
-
-/// The last physical line of a chunk (binary: its last tuple).
-pub(super) fn last_line(chunk: &Chunk) -> u64 {
-    let lines = chunk.lines.max(chunk.records);
-    chunk.first_line + lines.saturating_sub(1)
-}
-
 /// Merges done line ranges into contiguous ranges per input.
 fn merge_ranges(done: &[Done]) -> Vec<LineRange> {
     let mut out: Vec<LineRange> = Vec::new();
@@ -342,241 +249,3 @@ fn merge_ranges(done: &[Done]) -> Vec<LineRange> {
     out
 }
 
-/// The error for a failed chunk: the server's words, placed in the input.
-pub(super) fn chunk_error(
-    chunk: &Chunk,
-    row: Option<&RowFailure>,
-    preview: Option<&[u8]>,
-    e: tokio_postgres::Error,
-) -> Error {
-    let Some(db) = e.as_db_error() else {
-        return Error::from(e);
-    };
-    if crate::error::classify(&e) == crate::error::Class::Connection {
-        return Error::from(e);
-    }
-    // The server's context counts lines from the chunk's start; the place
-    // given here is the line in the input file instead.
-    let place = match row {
-        Some(r) => match &r.column {
-            Some(c) => format!("{}:{}: column {c}: ", r.input, r.line),
-            None => format!("{}:{}: ", r.input, r.line),
-        },
-        None => format!(
-            "{}: in lines {}-{}: ",
-            chunk.input,
-            chunk.first_line,
-            last_line(chunk)
-        ),
-    };
-    let mut message = format!("{place}{}", db.message());
-    if let Some(detail) = db.detail() {
-        message.push_str(&format!(" ({detail})"));
-    }
-    if let Some(p) = preview {
-        message.push_str(&format!("; row: {}", show_row(p)));
-    }
-    let mut hint = String::from(
-        "use --rejects FILE to set bad rows aside and load all the others; \
-         the summary lists the lines already committed",
-    );
-    if let Some(h) = db.hint() {
-        hint = format!("{h}; {hint}");
-    }
-    Error::new(ErrorKind::Server, message)
-        .with_sqlstate(db.code().code())
-        .with_hint(hint)
-}
-
-/// A row for an error message: its first 100 characters, quoted, without
-/// the line end.
-pub(super) fn show_row(raw: &[u8]) -> String {
-    let text = String::from_utf8_lossy(raw);
-    let text = text.trim_end_matches(['\n', '\r']);
-    let mut out: String = text.chars().take(100).collect();
-    if text.chars().count() > 100 {
-        out.push_str("...");
-    }
-    format!("{out:?}")
-}
-
-/// The reader thread: every input in order, cut into chunks. `ready` gets
-/// the header of the first chunk's input once that chunk is cut and every
-/// header is checked (or `None` when there is no chunk at all): nothing is
-/// written before then.
-fn read_all(
-    plan: &Plan,
-    tx: &async_channel::Sender<Chunk>,
-    ready: tokio::sync::oneshot::Sender<Option<Bytes>>,
-    progress: &Arc<Progress>,
-) -> ReadStats {
-    let mut stats = ReadStats::default();
-    if let Err(e) = read_inputs(plan, tx, ready, progress, &mut stats) {
-        stats.error = Some(e);
-    }
-    stats
-}
-
-/// [`read_all`]'s work; `stats` counts what was handed out so far.
-fn read_inputs(
-    plan: &Plan,
-    tx: &async_channel::Sender<Chunk>,
-    ready: tokio::sync::oneshot::Sender<Option<Bytes>>,
-    progress: &Arc<Progress>,
-    stats: &mut ReadStats,
-) -> Result<()> {
-    let mut ready = Some(ready);
-    let mut seq = 0;
-    let mode = header_mode(plan.header);
-    check_later_headers(plan)?;
-    for input in &plan.inputs {
-        let mut source = Source::open_counted(input, Some(progress.clone()))?;
-        let read = source.count_decompressed();
-        let mut cut = 0u64;
-        let mut chunker = Chunker::new(
-            input,
-            source.reader,
-            plan.dialect.clone(),
-            mode,
-            plan.chunk_bytes,
-            seq,
-        )
-        .max_record(plan.max_record_bytes);
-        let mut first = true;
-        while let Some(chunk) = chunker.next_chunk()? {
-            if first {
-                first = false;
-                check_header(plan, input, chunker.header())?;
-                if let Some(ready) = ready.take() {
-                    // Only the first file's header is sent with binary
-                    // COPY; the signature is fixed. A closed receiver
-                    // means the pool gave up: the send below notices.
-                    let _ = ready.send(chunker.header().cloned());
-                }
-            }
-            if progress.stop_requested() {
-                // Not counted as read: only chunks handed out are, so the
-                // summary's identity holds for what was attempted.
-                stats.interrupted = true;
-                return Ok(());
-            }
-            stats.rows += chunk.records;
-            cut += chunk.data.len() as u64;
-            Progress::add(&progress.rows_read, chunk.records);
-            if tx.send_blocking(chunk).is_err() {
-                return Ok(()); // a worker failed; stop reading
-            }
-        }
-        if first {
-            check_header(plan, input, chunker.header())?;
-        }
-        check_input_bytes(input, &chunker, cut, read.get())?;
-        if chunker.ended_by_marker() && plan.format != CopyFormat::Binary {
-            stats.notes.push(format!(
-                "{input}: reading stopped at an end-of-data marker (\\.), as COPY does; \
-                 anything after it was not loaded"
-            ));
-        }
-        seq = chunker.next_seq();
-    }
-    if let Some(ready) = ready {
-        let _ = ready.send(None);
-    }
-    Ok(())
-}
-
-/// An input read to its end: its header and chunks (and, after an end
-/// marker, the rest) are exactly the bytes the source produced.
-fn check_input_bytes(input: &str, chunker: &Chunker, cut: u64, read: u64) -> Result<()> {
-    let header = chunker.header().map_or(0, |h| h.len() as u64);
-    // Bytes after the last chunk are legitimate only after an end marker.
-    let after_end = if chunker.ended_by_marker() {
-        chunker.unconsumed() as u64
-    } else {
-        0
-    };
-    super::invariants::check_bytes(input, header, cut, after_end, read)
-}
-
-fn header_mode(header: Header) -> HeaderMode {
-    match header {
-        Header::None => HeaderMode::None,
-        _ => HeaderMode::Consume,
-    }
-}
-
-/// HEADER MATCH: checks the header of every input but the first before
-/// anything is loaded, so that a wrong file later in the list cannot stop
-/// a load that already truncated the table. The first input's header is
-/// checked with its first chunk; stdin cannot be read twice and is checked
-/// when its turn comes.
-fn check_later_headers(plan: &Plan) -> Result<()> {
-    if plan.header != Header::Match {
-        return Ok(());
-    }
-    for input in plan.inputs.iter().skip(1).filter(|i| *i != "-") {
-        let source = Source::open(input)?;
-        // A 1-byte target: the chunker stops after the first record.
-        let mut chunker = Chunker::new(
-            input,
-            source.reader,
-            plan.dialect.clone(),
-            HeaderMode::Consume,
-            1,
-            0,
-        );
-        chunker.next_chunk()?;
-        check_header(plan, input, chunker.header())?;
-    }
-    Ok(())
-}
-
-/// HEADER MATCH: the header must name the loaded columns, in order, as
-/// PostgreSQL requires. Checked on the client because the header never
-/// reaches the server.
-fn check_header(plan: &Plan, input: &str, header: Option<&Bytes>) -> Result<()> {
-    if plan.header != Header::Match {
-        return Ok(());
-    }
-    let Some(header) = header.filter(|h| !h.is_empty()) else {
-        return Err(Error::input(format!(
-            "{input}: HEADER MATCH given but the file is empty"
-        )));
-    };
-    let nulls = NullSpec {
-        null: match plan.format {
-            CopyFormat::Csv => Vec::new(),
-            _ => b"\\N".to_vec(),
-        },
-        force_null: Vec::new(),
-        force_not_null: Vec::new(),
-    };
-    let mut fields = Fields::new();
-    split_record(&plan.dialect, &nulls, header, &mut fields)
-        .map_err(|e| Error::input(format!("{input}:1: cannot read the header line: {e}")))?;
-    let mismatch = |msg: String| {
-        Error::input(format!("{input}:1: header does not match: {msg}")).with_hint(format!(
-            "the header must list the loaded columns in order: {}; use --header (not match) \
-             to skip it without checking, or --columns to name the file's columns",
-            plan.column_names.join(",")
-        ))
-    };
-    if fields.len() != plan.column_names.len() {
-        return Err(mismatch(format!(
-            "{} fields, {} columns loaded",
-            fields.len(),
-            plan.column_names.len()
-        )));
-    }
-    for (i, want) in plan.column_names.iter().enumerate() {
-        let got = fields.get(i).map(String::from_utf8_lossy);
-        if got.as_deref() != Some(want.as_str()) {
-            return Err(mismatch(format!(
-                "field {} is {:?}, expected {want:?}",
-                i + 1,
-                got.unwrap_or_default()
-            )));
-        }
-    }
-    Ok(())
-}

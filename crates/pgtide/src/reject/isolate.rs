@@ -1,7 +1,7 @@
 //! Finding the bad rows of a failed chunk, loading all the others.
 //!
 //! The chunk is retried in contiguous record ranges, each its own
-//! transaction through the same [`Loader`] (so every method gets this):
+//! transaction through the same loader (so every method gets this):
 //!
 //! - the server named the failing record (its error context says
 //!   `COPY t, line N`, or a statement failed): that record is rejected
@@ -27,13 +27,13 @@
 use std::collections::VecDeque;
 use std::future::Future;
 
-use copyfmt::scan::{self, Format, RecordSpan};
+use copyfmt::scan::{self, Dialect, Format, RecordSpan};
 
 use super::Reject;
 use crate::chunk::Chunk;
 use crate::error::{classify, Class, Error, ErrorKind, Result};
-use crate::load::method::{Batch, BatchError, Loader};
-use crate::load::RowFailure;
+use crate::batch::{Batch, BatchError};
+use crate::failure::RowFailure;
 
 /// Smallest retry window after a located bad row: below this, per-batch
 /// round trips cost more than resending a few rows.
@@ -44,8 +44,13 @@ const MIN_WINDOW: usize = 64;
 /// server restart or a deadlock while bad rows are isolated neither stops
 /// the load nor loads a row twice.
 pub trait Resilient {
-    /// The loader underneath (its spec; what `ON_ERROR` skipped).
-    fn loader(&mut self) -> &mut Loader;
+    /// How the input's records are read (to find them in a chunk).
+    fn dialect(&self) -> &Dialect;
+    /// The relation name as the server prints it in error contexts.
+    fn relname(&self) -> &str;
+    /// The records of the last batch that the server set aside itself
+    /// (`ON_ERROR ignore`), 0-based in that batch.
+    fn take_skipped(&mut self) -> Vec<u64>;
     /// Loads `batch` in one transaction, retrying what is not the rows'
     /// fault; an error returned is the rows' fault or stops the load.
     fn load(&mut self, batch: &Batch) -> impl Future<Output = Result<u64, BatchError>> + Send;
@@ -109,15 +114,16 @@ async fn run(
     mut may_reject: impl FnMut() -> bool,
     out: &mut Isolated,
 ) -> Result<()> {
-    let spec = loader.loader().spec().clone();
+    let dialect = loader.dialect().clone();
+    let relname = loader.relname().to_owned();
     let spans: Vec<RecordSpan> =
-        scan::records_with(&spec.dialect, chunk.eol, &chunk.data).collect();
+        scan::records_with(&dialect, chunk.eol, &chunk.data).collect();
     let n = spans.len();
     let site = Site {
         chunk,
         spans: &spans,
-        format: spec.dialect.format,
-        relname: &spec.relname,
+        format: dialect.format,
+        relname: &relname,
     };
     let mut queue: VecDeque<(usize, usize, Option<BatchError>)> = VecDeque::new();
     match start {
@@ -151,7 +157,7 @@ async fn run(
         let e = match result {
             Ok(rows) => {
                 out.loaded += rows;
-                let skipped = loader.loader().take_skipped();
+                let skipped = loader.take_skipped();
                 site.settled_around(lo, hi, &skipped, out, &mut queue);
                 continue;
             }

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::load::RowFailure;
+use crate::failure::RowFailure;
 
 /// One rejected row.
 #[derive(Debug, Clone)]

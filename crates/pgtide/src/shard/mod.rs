@@ -15,7 +15,6 @@
 
 pub mod hash;
 pub mod key;
-pub mod load;
 pub mod remote;
 pub mod tree;
 

@@ -128,7 +128,7 @@ impl RowFailure {
 /// "line" may be translated, so the number is taken as the first digits
 /// after `COPY <relname>, `; the column is read only from the untranslated
 /// English form.
-pub(super) fn parse_context(context: &str, relname: &str) -> Option<(u64, Option<String>)> {
+pub(crate) fn parse_context(context: &str, relname: &str) -> Option<(u64, Option<String>)> {
     let head = format!("COPY {relname}, ");
     let rest = context.lines().find_map(|l| l.strip_prefix(&head))?;
     let digits_at = rest.find(|c: char| c.is_ascii_digit())?;

@@ -32,14 +32,14 @@ use copyfmt::fields::{split_record, Fields, NullSpec};
 use copyfmt::scan::{self, Dialect};
 use tokio_postgres::Client;
 
-use super::{remote, LeafRoute, Plan, Scratch};
+use crate::shard::{remote, LeafRoute, Plan, Scratch};
 use crate::catalog::{Column, Table};
 use crate::chunk::{Chunk, Chunker, HeaderMode};
 use crate::conn::{Env, Target};
 use crate::copyopts::{CopyFormat, Header};
 use crate::error::{Error, Result};
-use crate::load::copy::{copy_bytes, Framing};
-use crate::load::{LineRange, LoadOptions, Method, Report};
+use super::copy::{copy_bytes, Framing};
+use super::{LineRange, LoadOptions, Method, Report};
 use crate::progress::Progress;
 use crate::source::Source;
 
@@ -468,8 +468,8 @@ fn route_chunk(s: &Shared, chunk: &Chunk) -> Routed {
             s.coordinator_dest
         } else {
             match s.plan.route(&fields, &mut scratch) {
-                super::Dest::Leaf(i) => s.leaf_dest[i],
-                super::Dest::Coordinator => s.coordinator_dest,
+                crate::shard::Dest::Leaf(i) => s.leaf_dest[i],
+                crate::shard::Dest::Coordinator => s.coordinator_dest,
             }
         };
         bufs[dest].extend_from_slice(rec);

@@ -1,0 +1,43 @@
+//! The load, resolved: everything the pool, the reader and the workers
+//! need, decided once by `load::run` (options checked, table and columns
+//! read from the catalog, method and statements chosen).
+
+use copyfmt::scan::Dialect;
+
+use super::method::Method;
+use crate::conn::Target;
+use crate::copyopts::{CopyFormat, Header};
+
+/// Everything the pool needs, resolved by `load::run`.
+pub(super) struct Plan {
+    pub target: Target,
+    pub method: Method,
+    pub sql: String,
+    pub dialect: Dialect,
+    pub format: CopyFormat,
+    pub header: Header,
+    pub column_names: Vec<String>,
+    pub relname: String,
+    pub inputs: Vec<String>,
+    pub workers: usize,
+    pub chunk_bytes: usize,
+    pub max_record_bytes: usize,
+    pub message_bytes: usize,
+    /// Reject file path (`--rejects`): bad rows are isolated, not fatal.
+    pub rejects: Option<std::path::PathBuf>,
+    /// `--force`: the reject file may replace an existing one.
+    pub overwrite_rejects: bool,
+    /// `CREATE TABLE` (`--create`), run once everything is checked.
+    pub create_sql: Option<String>,
+    /// `TRUNCATE` statement (`--truncate`), run once everything is checked.
+    pub truncate_sql: Option<String>,
+    /// `--max-rejects`.
+    pub max_rejects: Option<u64>,
+    /// COPY with `ON_ERROR ignore` (PostgreSQL 17+ with `--rejects`).
+    pub on_error_sql: Option<String>,
+    /// The target's triggers may drop rows (`catalog::may_skip_rows`).
+    pub table_may_skip: bool,
+    /// Columns, NULL spelling, `--sql` and `--batch-rows` for the methods.
+    pub method_setup: super::method::MethodSetup,
+}
+

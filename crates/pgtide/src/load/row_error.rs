@@ -1,0 +1,67 @@
+//! The user-facing error for a chunk the server refused without
+//! `--rejects`: the server's words, placed at the file's own line, with
+//! the row and a hint.
+
+use super::outcome::last_line;
+use crate::chunk::Chunk;
+use crate::error::{Error, ErrorKind};
+use crate::failure::RowFailure;
+
+/// The error for a failed chunk: the server's words, placed in the input.
+pub(super) fn chunk_error(
+    chunk: &Chunk,
+    row: Option<&RowFailure>,
+    preview: Option<&[u8]>,
+    e: tokio_postgres::Error,
+) -> Error {
+    let Some(db) = e.as_db_error() else {
+        return Error::from(e);
+    };
+    if crate::error::classify(&e) == crate::error::Class::Connection {
+        return Error::from(e);
+    }
+    // The server's context counts lines from the chunk's start; the place
+    // given here is the line in the input file instead.
+    let place = match row {
+        Some(r) => match &r.column {
+            Some(c) => format!("{}:{}: column {c}: ", r.input, r.line),
+            None => format!("{}:{}: ", r.input, r.line),
+        },
+        None => format!(
+            "{}: in lines {}-{}: ",
+            chunk.input,
+            chunk.first_line,
+            last_line(chunk)
+        ),
+    };
+    let mut message = format!("{place}{}", db.message());
+    if let Some(detail) = db.detail() {
+        message.push_str(&format!(" ({detail})"));
+    }
+    if let Some(p) = preview {
+        message.push_str(&format!("; row: {}", show_row(p)));
+    }
+    let mut hint = String::from(
+        "use --rejects FILE to set bad rows aside and load all the others; \
+         the summary lists the lines already committed",
+    );
+    if let Some(h) = db.hint() {
+        hint = format!("{h}; {hint}");
+    }
+    Error::new(ErrorKind::Server, message)
+        .with_sqlstate(db.code().code())
+        .with_hint(hint)
+}
+
+/// A row for an error message: its first 100 characters, quoted, without
+/// the line end.
+pub(super) fn show_row(raw: &[u8]) -> String {
+    let text = String::from_utf8_lossy(raw);
+    let text = text.trim_end_matches(['\n', '\r']);
+    let mut out: String = text.chars().take(100).collect();
+    if text.chars().count() > 100 {
+        out.push_str("...");
+    }
+    format!("{out:?}")
+}
+
