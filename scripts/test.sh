@@ -15,6 +15,8 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
 # No unused dependency (cargo-machete, installed by scripts/setup.sh).
 cargo machete --skip-target-dir
+# No import cycle between the files of any crate (docs/ARCHITECTURE.md).
+python3 scripts/check-cycles.py
 # Build everything once; each server version then only runs the tests.
 cargo test --workspace --no-run --quiet
 cargo bench --workspace --no-run --quiet
