@@ -51,6 +51,14 @@ pub struct CopyArgs {
     #[arg(long)]
     pub verify: bool,
 
+    /// Create tables missing on the target from `pg_dump --schema-only`
+    /// of the source: tables and their sequences before the rows,
+    /// indexes, constraints and triggers after; sequences set to the
+    /// source's values. Needs pg_dump of the source's major version or
+    /// newer.
+    #[arg(long)]
+    pub create: bool,
+
     /// Always use text COPY, even where the binary form would pass
     /// unchanged (benchmarks, or to rule binary out).
     #[arg(long)]
@@ -110,9 +118,21 @@ Verify (--verify):
   money (lc_monetary), reg* types (search_path) and columns whose types
   differ between the sides may print differently though equal.
 
-Not yet: --create (create missing tables from pg_dump --schema-only of
-  the source); create them first, e.g.
-  pg_dump --schema-only --table T SOURCE | psql TARGET
+Create (--create):
+  Tables the target lacks are made from pg_dump --schema-only of the
+  source, as pgcopydb does: --section=pre-data (the table, its sequences
+  and defaults; a partitioned table with its partitions) before the rows,
+  --section=post-data (indexes, primary/unique/foreign keys, triggers)
+  after them, so rows go in without index upkeep or trigger calls; then
+  each sequence the tables own is set to the source's value (setval).
+  Applied with the --to connection, with --no-owner --no-privileges
+  --no-tablespaces: the target's user owns the tables, no GRANTs. The
+  tables' other dependencies (schemas are created; types, functions used
+  by defaults or triggers, tables referenced by foreign keys) must exist
+  on the target or be copied in the same run. pg_dump must be of the
+  source's major version or newer: found in PGTIDE_PG_DUMP, PGTIDE_PGBIN,
+  pg_config --bindir, /usr/lib/postgresql/*/bin or PATH. Tables that
+  exist are left as they are. If the copy stops, post-data is not applied.
 
 Exit codes:
   0  every table was copied (and verified, with --verify)
@@ -123,4 +143,5 @@ Exit codes:
 Examples:
   pgtide copy --from postgresql://app@old/prod --to postgresql://app@new/prod --table events --workers 4
   pgtide copy --from 'host=a dbname=x' --to 'host=b dbname=x' --schema public --truncate --verify
-  pgtide copy --from $SRC --to $SRC --table events --target-table events_backup";
+  pgtide copy --from $SRC --to $SRC --table events --target-table events_backup
+  pgtide copy --from $SRC --to $DST --schema app --create --workers 4 --verify";

@@ -59,6 +59,7 @@ fn options(a: &CopyArgs) -> pgtide::Result<TransferOptions> {
     o.truncate = a.truncate;
     o.verify = a.verify;
     o.force_text = a.text;
+    o.create = a.create;
     o.validate()?;
     Ok(o)
 }
@@ -109,6 +110,9 @@ fn summary(r: &TransferReport, json: bool) {
                 None => line.push_str("; truncated"),
             }
         }
+        if t.created {
+            line.push_str("; created");
+        }
         if t.rows_skipped_by_table > 0 {
             line.push_str(&format!(
                 "; skipped by the table: {}",
@@ -140,6 +144,22 @@ fn summary(r: &TransferReport, json: bool) {
                     t.committed.join(", ")
                 }
             );
+        }
+    }
+    if let Some(c) = &r.created {
+        println!(
+            "created {} table{} on the target with {}{}",
+            c.tables.len(),
+            if c.tables.len() == 1 { "" } else { "s" },
+            c.pg_dump,
+            if c.post_data {
+                "; indexes, constraints and triggers added after the rows"
+            } else {
+                "; indexes, constraints and triggers NOT added (the copy stopped)"
+            }
+        );
+        if !c.sequences.is_empty() {
+            println!("  sequences set: {}", c.sequences.join(", "));
         }
     }
     for note in &r.notes {

@@ -104,6 +104,55 @@ pub fn find_psql() -> Option<PathBuf> {
     })
 }
 
+/// A `pg_dump` that can dump a server of major version `min_major`
+/// (pg_dump refuses servers newer than itself): `$PGTIDE_PG_DUMP`, else
+/// the first of `$PGTIDE_PGBIN`, `pg_config --bindir`, the Debian
+/// directories (highest first) and `PATH` whose version is high enough.
+/// Returns its path and version line.
+pub fn find_pg_dump(min_major: u32) -> Result<(PathBuf, String)> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os("PGTIDE_PG_DUMP").filter(|p| !p.is_empty()) {
+        candidates.push(p.into());
+    } else {
+        if let Some(dir) = std::env::var_os("PGTIDE_PGBIN").filter(|d| !d.is_empty()) {
+            candidates.push(PathBuf::from(dir).join("pg_dump"));
+        }
+        if let Some(dir) = from_pg_config() {
+            candidates.push(dir.join("pg_dump"));
+        }
+        candidates.extend(debian_dirs().into_iter().rev().map(|d| d.join("pg_dump")));
+        candidates.extend(on_path("pg_dump"));
+    }
+    let mut seen = Vec::new();
+    for p in candidates.into_iter().filter(|p| p.is_file()) {
+        let Ok(out) = Command::new(&p).arg("--version").output() else {
+            continue;
+        };
+        let line = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        match parse_version(&line) {
+            Some(v) if v >= min_major => return Ok((p, line)),
+            Some(v) => seen.push(format!("{} ({v})", p.display())),
+            None => {}
+        }
+    }
+    let found = if seen.is_empty() {
+        "no pg_dump found".to_owned()
+    } else {
+        format!("only older ones: {}", seen.join(", "))
+    };
+    Err(Error::new(
+        ErrorKind::Config,
+        format!(
+            "--create needs pg_dump {min_major} or newer (the source server's major version): {found}"
+        ),
+    )
+    .with_hint(format!(
+        "install the PostgreSQL {min_major} client (Debian/Ubuntu: apt-get install \
+         postgresql-client-{min_major}) or set PGTIDE_PG_DUMP to a pg_dump of version \
+         {min_major} or newer; or create the tables on the target first and leave out --create"
+    )))
+}
+
 fn is_server_dir(dir: &Path) -> bool {
     REQUIRED.iter().all(|p| dir.join(p).is_file())
 }

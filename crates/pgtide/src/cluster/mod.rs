@@ -29,7 +29,7 @@ mod server;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub use bin::{find_psql, PgBin};
+pub use bin::{find_pg_dump, find_psql, PgBin};
 pub use embedded::{
     server_start, server_status, server_stop, server_target, server_url, Embedded, ServerState,
     ServerStatus,

@@ -16,8 +16,12 @@
 //!   roll back whole; the report lists every committed range
 //! --verify: verify::digest on the coordinator (the copied state) and on
 //!   the target, per table
+//! --create: tables missing on the target are created before the plan
+//!   (pg_dump pre-data) and finished after the rows (post-data, sequences):
+//!   see create.rs
 //! ```
 
+pub mod create;
 pub mod range;
 pub mod types;
 pub mod verify;
@@ -65,6 +69,9 @@ pub struct TransferOptions {
     pub verify: bool,
     /// Text COPY even where binary would pass.
     pub force_text: bool,
+    /// Create tables missing on the target from `pg_dump --schema-only`
+    /// of the source (see [`create`]).
+    pub create: bool,
 }
 
 impl TransferOptions {
@@ -78,6 +85,7 @@ impl TransferOptions {
             truncate: false,
             verify: false,
             force_text: false,
+            create: false,
         }
     }
 
@@ -96,6 +104,10 @@ impl TransferOptions {
                     "without --target-table, each table goes to the same name on the target",
                 ),
             );
+        }
+        if self.create && self.target_table.is_some() {
+            return Err(Error::config("--create cannot be combined with --target-table")
+                .with_hint("--create makes each table under its source name; create the renamed table first"));
         }
         Ok(())
     }
@@ -132,6 +144,8 @@ pub struct TableReport {
     pub committed: Vec<String>,
     /// Source and target digests, with `--verify`.
     pub verify: Option<Verified>,
+    /// Created on the target by `--create` (pre-data before the rows).
+    pub created: bool,
 }
 
 /// `--verify`'s finding for one table.
@@ -143,6 +157,20 @@ pub struct Verified {
     pub target: Digest,
     /// Whether they are equal.
     pub matched: bool,
+}
+
+/// What `--create` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct CreatedReport {
+    /// Tables created (source names, partitions included).
+    pub tables: Vec<String>,
+    /// `pg_dump --version` of the pg_dump used.
+    pub pg_dump: String,
+    /// Whether indexes, constraints and triggers (post-data) were added:
+    /// not when the copy stopped before the end.
+    pub post_data: bool,
+    /// Sequences set to the source's values, `name = value`.
+    pub sequences: Vec<String>,
 }
 
 /// What a copy did.
@@ -164,6 +192,10 @@ pub struct TransferReport {
     pub target_version: String,
     /// Things the user should know.
     pub notes: Vec<String>,
+    /// `--create`: the tables created on the target (partitions
+    /// included), the pg_dump used, whether post-data was applied, and
+    /// the sequences set (`name = value`).
+    pub created: Option<CreatedReport>,
     /// Why the copy stopped early (the tables say what was committed);
     /// `None` when it is complete (and verified, with `--verify`).
     #[serde(skip)]
@@ -232,7 +264,13 @@ pub async fn run(
     let dst = to.connect().await.map_err(|e| side("the target", e))?;
     let (s, t) = (server(&src).await?, server(&dst).await?);
     let mut notes = Vec::new();
-    let mut plans = plan(&src, &dst, opts, (&s, &t), &mut notes).await?;
+    let names = table_names(&src, opts).await?;
+    let created = if opts.create {
+        create::create_missing(&src, &dst, from, to, &names, s.major as u32).await?
+    } else {
+        None
+    };
+    let mut plans = plan(&src, &dst, opts, &names, (&s, &t), &mut notes).await?;
     for p in &plans {
         Progress::add(&progress.total_rows, p.estimate);
     }
@@ -286,6 +324,9 @@ pub async fn run(
             ranges_committed: 0,
             committed: Vec::new(),
             verify: None,
+            created: created
+                .as_ref()
+                .is_some_and(|c| c.oids.contains(&p.source.oid)),
         })
         .collect();
     let mut done_jobs: Vec<(Job, Done)> = outcomes;
@@ -306,6 +347,33 @@ pub async fn run(
         r.committed = merged(&mine);
     }
     let mut failure = failure;
+    let created = match created {
+        None => None,
+        Some(c) => {
+            let mut r = CreatedReport {
+                tables: c.tables.iter().map(ToString::to_string).collect(),
+                pg_dump: c.pg_dump.clone(),
+                post_data: false,
+                sequences: Vec::new(),
+            };
+            if failure.is_none() {
+                match create::finish(&c, snap.coordinator(), &dst, to).await {
+                    Ok(seqs) => {
+                        r.post_data = true;
+                        r.sequences = seqs;
+                    }
+                    Err(e) => failure = Some(e),
+                }
+            } else {
+                notes.push(
+                    "--create: the copy stopped, so the created tables have no indexes, \
+                     constraints or triggers yet (pg_dump --section=post-data was not applied)"
+                        .into(),
+                );
+            }
+            Some(r)
+        }
+    };
     if failure.is_none() && opts.verify {
         failure = check(&snap, &dst, &plans, &mut reports).await;
     }
@@ -321,18 +389,14 @@ pub async fn run(
         source_version: s.version,
         target_version: t.version,
         notes,
+        created,
         failure,
     })
 }
 
-/// Resolves every table on both servers and decides how each is copied.
-async fn plan(
-    src: &Client,
-    dst: &Client,
-    opts: &TransferOptions,
-    (s, t): (&Server, &Server),
-    notes: &mut Vec<String>,
-) -> Result<Vec<Planned>> {
+/// The tables named by `--table` and `--schema`, in that order (not yet
+/// resolved, repeats possible).
+async fn table_names(src: &Client, opts: &TransferOptions) -> Result<Vec<QualifiedName>> {
     let mut names = opts.tables.clone();
     for schema in &opts.schemas {
         let rows = src
@@ -350,9 +414,21 @@ async fn plan(
             name: r.get(1),
         }));
     }
+    Ok(names)
+}
+
+/// Resolves every table on both servers and decides how each is copied.
+async fn plan(
+    src: &Client,
+    dst: &Client,
+    opts: &TransferOptions,
+    names: &[QualifiedName],
+    (s, t): (&Server, &Server),
+    notes: &mut Vec<String>,
+) -> Result<Vec<Planned>> {
     let mut seen = HashSet::new();
     let mut plans = Vec::new();
-    for name in &names {
+    for name in names {
         let source = Table::resolve(src, name)
             .await
             .map_err(|e| on_side(e, "on the source", "--from"))?;
@@ -497,10 +573,7 @@ fn on_side(e: Error, where_: &str, flag: &str) -> Error {
         .map(|h| h.replace("--db", flag))
         .unwrap_or_default();
     let hint = if where_ == "on the target" {
-        format!(
-            "{hint}; pgtide copy does not create tables yet (--create is not implemented): \
-             pg_dump --schema-only --table T SOURCE | psql TARGET"
-        )
+        format!("{hint}; or give --create to create it from pg_dump --schema-only of the source")
     } else {
         hint
     };
