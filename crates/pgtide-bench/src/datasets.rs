@@ -50,7 +50,55 @@ pub const LOAD_DATASETS: &[Dataset] = &[
     },
 ];
 
+/// The tables `export` and `copy` read: filled by the server itself,
+/// vacuumed, never loaded from a file. `x_int` is seed 004's narrow table;
+/// `x_wide` is issue 7's wide typed table (numeric, date, timestamp,
+/// timestamptz, text, uuid, jsonb; about 280 bytes a row as text).
+pub const SERVER_DATASETS: &[Dataset] = &[
+    Dataset {
+        name: "x_int",
+        columns: "i int",
+        rows: 10_000_000,
+        select: "SELECT g FROM generate_series(1, $N) g",
+    },
+    Dataset {
+        name: "x_wide",
+        columns: "i int, n numeric, d date, ts timestamp, tstz timestamptz, t text, \
+                  u uuid, j jsonb",
+        rows: 1_000_000,
+        select: "SELECT g, round(g / 7.0, 4), date '2000-01-01' + g % 20000, \
+                 timestamp '2000-01-01' + g * interval '1 second', \
+                 timestamptz '2000-01-01 00:00:00+00' + g * interval '1 minute', \
+                 md5(g::text) || ' ' || md5((g + 1)::text), \
+                 md5((g + 2)::text)::uuid, \
+                 jsonb_build_object('id', g, 'name', 'item ' || g, 'tags', \
+                   jsonb_build_array('a', 'b' || g % 97), 'score', round(g / 3.0, 2), \
+                   'ok', g % 2 = 0) \
+                 FROM generate_series(1, $N) g",
+    },
+];
+
 impl Dataset {
+    /// Creates the table on `client` and fills it server-side with `rows`
+    /// rows, then `VACUUM (FREEZE, ANALYZE)` and one read, so every timed
+    /// run reads the same frozen, hinted, cached pages.
+    pub async fn fill(&self, client: &Client, rows: u64) -> Result<()> {
+        self.create(client).await?;
+        let select = self.select.replace("$N", &rows.to_string());
+        client
+            .batch_execute(&format!("INSERT INTO {} {select}", self.name))
+            .await?;
+        // VACUUM cannot share a multi-statement string (an implicit
+        // transaction).
+        client
+            .batch_execute(&format!("VACUUM (FREEZE, ANALYZE) {}", self.name))
+            .await?;
+        client
+            .batch_execute(&format!("SELECT count(*) FROM {}", self.name))
+            .await?;
+        Ok(())
+    }
+
     /// Row count at `scale` (at least 1).
     pub fn rows_at(&self, scale: f64) -> u64 {
         ((self.rows as f64 * scale).round() as u64).max(1)

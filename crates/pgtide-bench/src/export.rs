@@ -1,99 +1,106 @@
-//! `pgtide bench export`: seed 004's experiment (pgsql-hackers "COPY
-//! speedup": COPY TO is CPU bound).
+//! `pgtide bench export`: issue 7's export targets, on seed 004's
+//! experiment (pgsql-hackers "COPY speedup": COPY TO is CPU bound).
 //!
-//! Times the client receiving every byte of `COPY t TO STDOUT` in text and
-//! in binary format (tokio-postgres `copy_out`, bytes counted and
-//! discarded), next to `SELECT count(*)` (the scan alone, without parallel
-//! workers, which the seed's patched binary COPY matched: 2.0 s vs 2.04 s
-//! for 10M ints, unpatched 6.3 s) and psql's `\copy t TO '/dev/null'` in
-//! both formats. Lower is better; ratios are
-//! against `count(*)`, so "1.5x" means COPY costs 50% more than scanning.
+//! Contenders, on the same server in the same run (lower is better):
+//! - `SELECT count(*)`: the scan alone, without parallel workers (the
+//!   floor the seed's patched binary COPY reached: 2.0 s vs 2.04 s for
+//!   10M ints, unpatched 6.3 s);
+//! - server-side `COPY t TO '/dev/null'`, text and binary: the server's
+//!   own cost of producing COPY output with one backend, no client;
+//! - psql `\copy t TO 'FILE'`, text, csv and binary: the client people
+//!   use, writing a real file;
+//! - `pgtide export --table t --output FILE` with each `--workers` count
+//!   and each format (the library's `export::run`, in this process).
 //!
-//! Two tables, filled server-side and vacuumed (frozen, hint bits set) so
-//! every run reads the same pages:
-//! - `x_int(i int)`, 10M rows (the seed's table);
-//! - `x_mixed(i int, n numeric, d date, ts timestamp, tstz timestamptz,
-//!   t text)`, 2M rows: the seed found text mode only 1.06-1.5x faster
-//!   after the patch because date/timestamp output functions dominate,
-//!   while binary skips those conversions.
-//!
-//! Row counts scale with `--scale`. Text output is checked to have one
-//! line per row; binary output to be more than a header and trailer.
+//! Two tables (`datasets::SERVER_DATASETS`), filled server-side and
+//! vacuumed (frozen, hint bits set) so every run reads the same pages:
+//! `x_int(i int)` (10M rows at scale 1) and `x_wide` (int, numeric,
+//! date, timestamp, timestamptz, text, uuid, jsonb; 1M rows at scale 1).
+//! Runs are interleaved (every contender once, then again) so that drift
+//! on a shared machine spreads evenly. pgtide's row count is checked, and
+//! its file's size against psql's file of the same format (they are byte
+//! for byte the same with 1 worker, and the same size with N).
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
-use futures_util::StreamExt;
 use pgtide::cluster::find_psql;
 use pgtide::conn::Target;
-use pgtide::ident::quote;
-use pgtide::{Error, ErrorKind, Result};
+use pgtide::copyopts::CopyFormat;
+use pgtide::export::{ExportOptions, What};
+use pgtide::ident::{quote, QualifiedName};
+use pgtide::progress::Progress;
+use pgtide::{Error, Result};
 use tokio_postgres::Client;
 
-use crate::baseline::psql_meta;
+use crate::baseline::{psql_file, psql_meta};
+use crate::datasets::SERVER_DATASETS;
 use crate::{server_label, Measurement, Scenario};
 
-/// The reference: a scan without output.
+/// The scan alone.
 pub const COUNT: &str = "SELECT count(*)";
-/// `COPY TO STDOUT` received by pgtide, text format.
-pub const COPY_TEXT: &str = "pgtide COPY TO (text)";
-/// `COPY TO STDOUT` received by pgtide, binary format.
-pub const COPY_BINARY: &str = "pgtide COPY TO (binary)";
-/// psql `\copy ... TO '/dev/null'`, text format.
-pub const PSQL_TEXT: &str = "psql \\copy TO /dev/null (text)";
-/// psql `\copy ... TO '/dev/null'`, binary format.
-pub const PSQL_BINARY: &str = "psql \\copy TO /dev/null (binary)";
+/// Server-side `COPY t TO '/dev/null'`, text.
+pub const SERVER_TEXT: &str = "server COPY TO /dev/null (text)";
+/// Server-side `COPY t TO '/dev/null' (FORMAT binary)`.
+pub const SERVER_BINARY: &str = "server COPY TO /dev/null (binary)";
+/// psql `\copy t TO 'FILE'`, text.
+pub const PSQL_TEXT: &str = "psql \\copy TO FILE (text)";
+/// psql `\copy t TO 'FILE' (FORMAT csv)`.
+pub const PSQL_CSV: &str = "psql \\copy TO FILE (csv)";
+/// psql `\copy t TO 'FILE' (FORMAT binary)`.
+pub const PSQL_BINARY: &str = "psql \\copy TO FILE (binary)";
 
-/// A table to export: name, columns, rows at scale 1, filling SELECT
-/// (`$N` = rows).
-struct Table {
-    name: &'static str,
-    columns: &'static str,
-    rows: u64,
-    select: &'static str,
+/// The formats measured, by COPY's name.
+pub const FORMATS: [&str; 3] = ["text", "csv", "binary"];
+
+/// `pgtide export (N workers, FORMAT)`.
+pub fn export_name(workers: usize, format: &str) -> String {
+    format!(
+        "pgtide export ({workers} worker{}, {format})",
+        if workers == 1 { "" } else { "s" }
+    )
 }
-
-const TABLES: [Table; 2] = [
-    Table {
-        name: "x_int",
-        columns: "i int",
-        rows: 10_000_000,
-        select: "SELECT g FROM generate_series(1, $N) g",
-    },
-    Table {
-        name: "x_mixed",
-        columns: "i int, n numeric, d date, ts timestamp, tstz timestamptz, t text",
-        rows: 2_000_000,
-        select: "SELECT g, round(g / 7.0, 4), date '2000-01-01' + g % 20000, \
-                 timestamp '2000-01-01' + g * interval '1 second', \
-                 timestamptz '2000-01-01 00:00:00+00' + g * interval '1 minute', \
-                 md5(g::text) FROM generate_series(1, $N) g",
-    },
-];
 
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct ExportBench {
-    /// Scale of the row counts (1.0 = 10M and 2M rows).
+    /// Scale of the row counts (1.0 = 10M ints and 1M wide rows).
     pub scale: f64,
     /// Runs per contender.
     pub runs: usize,
+    /// `pgtide export --workers` counts.
+    pub workers: Vec<usize>,
+    /// Where the exported files go (each is removed after its run).
+    pub dir: PathBuf,
 }
 
 impl Scenario for ExportBench {
     fn announce(&self) -> String {
         format!(
-            "pgtide bench export: scale {}, {} runs",
-            self.scale, self.runs
+            "pgtide bench export: scale {}, {} runs, workers {:?}, files in {}",
+            self.scale,
+            self.runs,
+            self.workers,
+            self.dir.display()
         )
     }
 
     fn title(&self) -> String {
-        "COPY TO STDOUT text vs binary vs count(*) (seed 004)".into()
+        "export: pgtide export vs psql \\copy TO FILE vs server COPY TO /dev/null vs count(*) \
+         (issue 7, seed 004)"
+            .into()
     }
 
     fn references(&self) -> Vec<String> {
-        vec![COUNT.into(), COPY_TEXT.into()]
+        vec![
+            PSQL_TEXT.into(),
+            PSQL_BINARY.into(),
+            SERVER_TEXT.into(),
+            COUNT.into(),
+        ]
     }
 
     fn run(
@@ -102,6 +109,29 @@ impl Scenario for ExportBench {
         on_result: &mut dyn FnMut(&Measurement),
     ) -> impl Future<Output = Result<Vec<Measurement>>> {
         run(target, self, on_result)
+    }
+}
+
+/// One contender.
+#[derive(Debug, Clone)]
+enum Who {
+    Count,
+    Server(&'static str),
+    Psql(&'static str),
+    Export(usize, &'static str),
+}
+
+impl Who {
+    fn name(&self) -> String {
+        match self {
+            Who::Count => COUNT.into(),
+            Who::Server("binary") => SERVER_BINARY.into(),
+            Who::Server(_) => SERVER_TEXT.into(),
+            Who::Psql("binary") => PSQL_BINARY.into(),
+            Who::Psql("csv") => PSQL_CSV.into(),
+            Who::Psql(_) => PSQL_TEXT.into(),
+            Who::Export(w, f) => export_name(*w, f),
+        }
     }
 }
 
@@ -118,24 +148,52 @@ pub async fn run(
     client
         .batch_execute("SET max_parallel_workers_per_gather = 0")
         .await?;
+    std::fs::create_dir_all(&bench.dir)
+        .map_err(|e| Error::config(format!("cannot create {}: {e}", bench.dir.display())))?;
     let psql = find_psql();
+    let mut contenders = vec![Who::Count, Who::Server("text"), Who::Server("binary")];
+    contenders.extend(FORMATS.map(Who::Psql));
+    for &w in &bench.workers {
+        contenders.extend(FORMATS.map(|f| Who::Export(w, f)));
+    }
     let mut results = Vec::new();
-    for t in &TABLES {
-        let rows = ((t.rows as f64 * bench.scale).round() as u64).max(1);
-        fill(&client, t, rows).await?;
-        let label = format!("{} ({rows} rows)", t.name);
-        for who in [COUNT, COPY_TEXT, COPY_BINARY, PSQL_TEXT, PSQL_BINARY] {
-            let mut m = Measurement::new(&label, who, rows, &server);
-            for _ in 0..bench.runs {
-                match time_one(target, &client, psql.as_deref(), t.name, rows, who).await {
-                    Ok(s) => m.seconds.push(s),
-                    Err(e) if e.kind() == ErrorKind::Config => {
-                        m.skipped = Some(e.message().to_owned());
-                        break;
-                    }
-                    Err(e) => return Err(e),
+    for ds in SERVER_DATASETS {
+        let rows = ds.rows_at(bench.scale);
+        ds.fill(&client, rows).await?;
+        let label = format!("{} ({rows} rows)", ds.name);
+        let mut ms: Vec<Measurement> = contenders
+            .iter()
+            .map(|w| Measurement::new(&label, &w.name(), rows, &server))
+            .collect();
+        // The size of psql's file per format: pgtide's must match.
+        let mut sizes: HashMap<&str, u64> = HashMap::new();
+        for _ in 0..bench.runs {
+            for (who, m) in contenders.iter().zip(ms.iter_mut()) {
+                if m.skipped.is_some() {
+                    continue;
                 }
+                let file = bench.dir.join(format!("{}.export", ds.name));
+                let timed = time_one(target, &client, psql.as_deref(), ds.name, rows, who, &file);
+                match timed.await? {
+                    Ok((s, size)) => {
+                        m.seconds.push(s);
+                        if let (Some(size), Who::Psql(f) | Who::Export(_, f)) = (size, who) {
+                            let want = *sizes.entry(f).or_insert(size);
+                            if want != size {
+                                return Err(Error::bug(format!(
+                                    "{}: {}: {size} bytes, psql wrote {want}",
+                                    ds.name,
+                                    who.name()
+                                )));
+                            }
+                        }
+                    }
+                    Err(why) => m.skipped = Some(why),
+                }
+                let _ = std::fs::remove_file(&file);
             }
+        }
+        for m in ms {
             on_result(&m);
             results.push(m);
         }
@@ -143,87 +201,72 @@ pub async fn run(
     Ok(results)
 }
 
-/// Creates and fills `t` server-side, freezes it, and reads it once so the
-/// first timed run does not pay for hint bits or a cold cache.
-async fn fill(client: &Client, t: &Table, rows: u64) -> Result<()> {
-    let name = quote(t.name);
-    let select = t.select.replace("$N", &rows.to_string());
-    client
-        .batch_execute(&format!(
-            "DROP TABLE IF EXISTS {name}; CREATE TABLE {name} ({}); \
-             INSERT INTO {name} {select}",
-            t.columns
-        ))
-        .await?;
-    // VACUUM cannot share a multi-statement string (an implicit
-    // transaction).
-    client
-        .batch_execute(&format!("VACUUM (FREEZE, ANALYZE) {name}"))
-        .await?;
-    client
-        .batch_execute(&format!("SELECT count(*) FROM {name}"))
-        .await?;
-    Ok(())
-}
-
+/// Times one run; returns the seconds and, for a file, its size, or
+/// (inner `Err`) why the contender cannot run here: no psql, no right to
+/// write a server-side file. A wrong result is an outer `Err` (a bug).
 async fn time_one(
     target: &Target,
     client: &Client,
-    psql: Option<&std::path::Path>,
+    psql: Option<&Path>,
     table: &str,
     rows: u64,
-    who: &str,
-) -> Result<f64> {
+    who: &Who,
+    file: &Path,
+) -> Result<std::result::Result<(f64, Option<u64>), String>> {
     let name = quote(table);
     let start = Instant::now();
+    let mut size = None;
     match who {
-        COUNT => {
+        Who::Count => {
             let n: i64 = client
                 .query_one(&format!("SELECT count(*) FROM {name}"), &[])
                 .await?
                 .get(0);
             check(table, who, n as u64 == rows, "count(*) differs")?;
         }
-        COPY_TEXT | COPY_BINARY => {
-            let binary = who == COPY_BINARY;
-            let options = if binary { " (FORMAT binary)" } else { "" };
-            let stream = client
-                .copy_out(&format!("COPY {name} TO STDOUT{options}"))
-                .await?;
-            futures_util::pin_mut!(stream);
-            let (mut bytes, mut lines) = (0u64, 0u64);
-            while let Some(piece) = stream.next().await {
-                let piece = piece?;
-                bytes += piece.len() as u64;
-                if !binary {
-                    lines += memchr::memchr_iter(b'\n', &piece).count() as u64;
-                }
+        Who::Server(format) => {
+            let sql = format!("COPY {name} TO '/dev/null' (FORMAT {format})");
+            if let Err(e) = client.batch_execute(&sql).await {
+                return Ok(Err(format!("{sql}: {}", Error::from(e))));
             }
-            // Binary: 19-byte header + 2-byte trailer around the tuples.
-            let ok = if binary { bytes > 21 } else { lines == rows };
-            check(table, who, ok, "output does not hold every row")?;
         }
-        _ => {
-            let psql = psql.ok_or_else(|| Error::config("psql not found"))?;
-            let options = if who == PSQL_BINARY {
-                " (FORMAT binary)"
-            } else {
-                ""
+        Who::Psql(format) => {
+            let Some(psql) = psql else {
+                return Ok(Err("psql not found".into()));
             };
-            let meta = format!("\\copy {name} TO '/dev/null'{options}");
+            let meta = format!("\\copy {name} TO {} (FORMAT {format})", psql_file(file)?);
             let (target, psql) = (target.clone(), psql.to_owned());
             tokio::task::spawn_blocking(move || psql_meta(&target, &psql, &meta))
                 .await
                 .map_err(|e| Error::bug(format!("psql task failed: {e}")))??;
+            let elapsed = start.elapsed().as_secs_f64();
+            let len = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+            return Ok(Ok((elapsed, Some(len))));
+        }
+        Who::Export(workers, format) => {
+            let format = match *format {
+                "csv" => CopyFormat::Csv,
+                "binary" => CopyFormat::Binary,
+                _ => CopyFormat::Text,
+            };
+            let mut opts = ExportOptions::new(
+                What::Table(QualifiedName::parse(table)?),
+                file.to_string_lossy(),
+                format,
+            );
+            opts.workers = *workers;
+            let r = pgtide::export::run(target, &opts, Arc::new(Progress::new(*workers))).await?;
+            check(table, who, r.rows == rows, "row count differs")?;
+            size = Some(r.bytes);
         }
     }
-    Ok(start.elapsed().as_secs_f64())
+    Ok(Ok((start.elapsed().as_secs_f64(), size)))
 }
 
-fn check(table: &str, who: &str, ok: bool, what: &str) -> Result<()> {
+fn check(table: &str, who: &Who, ok: bool, what: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::bug(format!("{table}: {who}: {what}")))
+        Err(Error::bug(format!("{table}: {}: {what}", who.name())))
     }
 }

@@ -18,14 +18,14 @@
 //! its user mapping, which holds the remote's password, are dropped at
 //! the end.
 
-use pgtide::cluster::{Cluster, ClusterOptions, PgBin};
+use pgtide::cluster::{Cluster, PgBin};
 use pgtide::conn::Target;
 use pgtide::ident::{quote, quote_literal};
 use pgtide::{Error, Result};
 use std::future::Future;
 use tokio_postgres::Client;
 
-use crate::{count_rows, server_label, Measurement, Scenario};
+use crate::{count_rows, second_server, server_label, Measurement, Scenario};
 
 /// The reference: the same INSERT into a local table.
 pub const LOCAL: &str = "local table";
@@ -221,21 +221,7 @@ async fn setup(client: &Client, bench: &FdwBench) -> Result<Remote> {
         .batch_execute("CREATE EXTENSION IF NOT EXISTS postgres_fdw")
         .await
         .map_err(|e| Error::config(format!("postgres_fdw is not available: {e}")))?;
-    let fsync: String = client.query_one("SHOW fsync", &[]).await?.get(0);
-    let bin = bench.remote_bin.clone();
-    let cluster = tokio::task::spawn_blocking(move || {
-        let bin = match bin {
-            Some(bin) => bin,
-            None => PgBin::find()?,
-        };
-        let opts = ClusterOptions {
-            settings: vec![("fsync".into(), fsync)],
-            ..Default::default()
-        };
-        Cluster::temp(&bin, opts)
-    })
-    .await
-    .map_err(|e| Error::bug(format!("remote server task failed: {e}")))??;
+    let cluster = second_server(client, bench.remote_bin.clone()).await?;
     let remote_target = cluster.target();
     let remote = remote_target.connect().await?;
     let table = quote(REMOTE);

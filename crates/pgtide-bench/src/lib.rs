@@ -17,8 +17,8 @@
 //!   [`datasets`] (the data the scenarios load), [`clients`] (N clients
 //!   loading in a loop), [`markdown`] and [`chart`] (reports);
 //! - the scenarios, one file each, which never import each other:
-//!   [`load`], [`concurrent`], [`parallel`], [`export`], [`fdw`],
-//!   [`methods`], [`rejects`].
+//!   [`load`], [`concurrent`], [`parallel`], [`export`], [`copy`],
+//!   [`fdw`], [`methods`], [`rejects`].
 
 #![deny(missing_docs)]
 
@@ -26,6 +26,7 @@ pub mod baseline;
 pub mod chart;
 pub mod clients;
 pub mod concurrent;
+pub mod copy;
 pub mod datasets;
 pub mod export;
 pub mod fdw;
@@ -39,6 +40,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
+use pgtide::cluster::{Cluster, ClusterOptions, PgBin};
 use pgtide::conn::Target;
 use pgtide::ident::QualifiedName;
 use pgtide::load::{LoadOptions, Report};
@@ -168,6 +170,26 @@ pub async fn time_load(target: &Target, opts: &LoadOptions) -> Result<(f64, Repo
         Some(e) => Err(e),
         None => Ok((seconds, report)),
     }
+}
+
+/// A second throwaway server on this host (the fdw-batch remote, the copy
+/// target), with the binaries given or `PgBin::find()`'s, and the `fsync`
+/// setting of the server `client` is on, so both pay the same for WAL.
+pub async fn second_server(client: &Client, bin: Option<PgBin>) -> Result<Cluster> {
+    let fsync: String = client.query_one("SHOW fsync", &[]).await?.get(0);
+    tokio::task::spawn_blocking(move || {
+        let bin = match bin {
+            Some(bin) => bin,
+            None => PgBin::find()?,
+        };
+        let opts = ClusterOptions {
+            settings: vec![("fsync".into(), fsync)],
+            ..Default::default()
+        };
+        Cluster::temp(&bin, opts)
+    })
+    .await
+    .map_err(|e| pgtide::Error::bug(format!("second server task failed: {e}")))?
 }
 
 /// The contender name of `pgtide load --workers N`: `pgtide (N workers)`.

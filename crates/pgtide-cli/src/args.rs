@@ -410,9 +410,13 @@ pub enum BenchScenario {
     /// one 8M-row file with pgtide load --workers 1,2,4, psql and server
     /// COPY.
     Parallel(BenchParallelArgs),
-    /// Seed 004: COPY TO STDOUT text vs binary vs SELECT count(*) on a
-    /// 10M-int table and a mixed-type table, with psql \copy to /dev/null.
+    /// Issue 7 / seed 004: pgtide export (workers x text/csv/binary)
+    /// against psql \copy TO FILE, server COPY TO /dev/null and SELECT
+    /// count(*), on a 10M-int table and a 1M-row wide typed table.
     Export(BenchExportArgs),
+    /// Issue 7: pgtide copy (1, 2, 4 workers) against the binary and text
+    /// psql pipes and pgcopydb, from --db into a second throwaway server.
+    Copy(BenchExportArgs),
     /// Seed 002: INSERT ... SELECT of 1M rows into a postgres_fdw foreign
     /// table on a second throwaway server with batch_size 1 and 100, next
     /// to a local table.
@@ -521,14 +525,21 @@ pub struct BenchParallelArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// `pgtide bench export ...`
+/// `pgtide bench export ...` and `pgtide bench copy ...`
 #[derive(Debug, Args)]
 pub struct BenchExportArgs {
     #[command(flatten)]
     pub common: BenchCommonArgs,
-    /// Rows, scaled from the defaults (1.0 = 10M ints and 2M mixed rows).
+    /// Rows, scaled from the defaults (1.0 = 10M ints and 1M wide rows).
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
+    /// pgtide --workers counts.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4])]
+    pub workers: Vec<usize>,
+    /// Where exported files (export) or pgcopydb's work directory (copy)
+    /// go (default: a temp dir).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 /// `pgtide bench fdw-batch ...`

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use pgtide::conn::Target;
 use pgtide_bench::concurrent::ConcurrentBench;
+use pgtide_bench::copy::CopyBench;
 use pgtide_bench::export::ExportBench;
 use pgtide_bench::fdw::FdwBench;
 use pgtide_bench::load::{self, LoadBench};
@@ -50,8 +51,20 @@ pub async fn run(a: BenchArgs) -> pgtide::Result<u8> {
             let spec = ExportBench {
                 scale: e.scale,
                 runs: runs(&e.common),
+                workers: e.workers,
+                dir: dir_or_default(e.dir)?,
             };
             scenario(spec, &e.common).await
+        }
+        BenchScenario::Copy(c) => {
+            let spec = CopyBench {
+                scale: c.scale,
+                runs: runs(&c.common),
+                workers: c.workers,
+                dir: dir_or_default(c.dir)?,
+                target_bin: None,
+            };
+            scenario(spec, &c.common).await
         }
         BenchScenario::FdwBatch(f) => {
             let spec = FdwBench {
