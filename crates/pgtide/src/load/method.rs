@@ -31,11 +31,12 @@ use tokio_postgres::Client;
 use super::binary;
 use super::copy::copy_bytes;
 use super::insert;
-use super::values;
 use super::invariants::check_count;
 use super::spec::copy_error;
 pub use super::spec::{record_at_line, LoaderSpec, Method, MethodSetup};
+use super::step::in_step_after;
 pub(super) use super::step::rollback_in_step;
+use super::values;
 pub use crate::batch::{Batch, BatchError};
 use crate::copyopts::CopyFormat;
 use crate::error::{Error, Result};
@@ -131,6 +132,16 @@ pub struct Loader {
     skipped_by_table: u64,
     /// A committed batch whose server count [`check_count`] refused.
     bug: Option<Error>,
+    /// What the attempts of an open transaction ([`Loader::attempt`])
+    /// will add to the counts above if it commits.
+    pending: Pending,
+}
+
+/// Counts of attempts not yet committed.
+#[derive(Default)]
+struct Pending {
+    skipped_by_table: u64,
+    bug: Option<Error>,
 }
 
 /// A batch whose `COMMIT` got no answer.
@@ -156,6 +167,7 @@ impl Loader {
             skipped: Vec::new(),
             skipped_by_table: 0,
             bug: None,
+            pending: Pending::default(),
         }
     }
 
@@ -252,6 +264,101 @@ impl Loader {
                 }
                 Err(e)
             }
+        }
+    }
+
+    /// Opens one transaction for many attempts (isolation in one
+    /// transaction, see [`Loader::attempt`]); returns its id, which
+    /// settles a `COMMIT` that gets no answer.
+    pub async fn begin(&mut self) -> Result<Option<i64>, BatchError> {
+        self.in_doubt = None;
+        self.pending = Pending::default();
+        let messages = self
+            .client
+            .simple_query("BEGIN; SELECT txid_current()")
+            .await
+            .map_err(BatchError::plain)?;
+        Ok(messages.iter().find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0)?.parse::<i64>().ok(),
+            _ => None,
+        }))
+    }
+
+    /// Loads `batch` inside the transaction [`Loader::begin`] opened, under
+    /// a savepoint: a batch that fails is rolled back to it and the
+    /// transaction goes on, so that isolating bad rows costs a savepoint
+    /// per attempt instead of a commit (and its WAL flush). A connection
+    /// that cannot be proven in step after the rollback is discarded, and
+    /// the error then reads as a broken connection.
+    pub async fn attempt(&mut self, batch: &Batch) -> Result<u64, BatchError> {
+        self.skipped.clear();
+        self.client
+            .batch_execute("SAVEPOINT pgtide_attempt")
+            .await
+            .map_err(BatchError::plain)?;
+        match self.run(batch).await {
+            Ok(rows) => {
+                let on_error = self.skipped.len() as u64;
+                match check_count(batch.records, rows, on_error, self.spec.table_may_skip) {
+                    Ok(n) => self.pending.skipped_by_table += n,
+                    Err(bug) => self.pending.bug = self.pending.bug.take().or(Some(bug)),
+                }
+                self.client
+                    .batch_execute("RELEASE SAVEPOINT pgtide_attempt")
+                    .await
+                    .map_err(BatchError::plain)?;
+                Ok(rows)
+            }
+            Err(e) => {
+                if !in_step_after(&self.client, "ROLLBACK TO SAVEPOINT pgtide_attempt").await {
+                    self.discard();
+                    if let Err(closed) = self.client.batch_execute("SELECT 1").await {
+                        return Err(BatchError::plain(closed));
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Commits the transaction of [`Loader::begin`]: `Ok(true)` committed,
+    /// `Ok(false)` certainly not (the server refused it, e.g. a deferred
+    /// constraint), `Err` when the answer was lost with the connection
+    /// (see [`Loader::in_doubt`]: its `xid` settles it).
+    pub async fn commit_attempts(&mut self, xid: Option<i64>) -> Result<bool, BatchError> {
+        let pending = std::mem::take(&mut self.pending);
+        match self.client.batch_execute("COMMIT").await {
+            Ok(()) => {
+                self.skipped_by_table += pending.skipped_by_table;
+                self.bug = self.bug.take().or(pending.bug);
+                Ok(true)
+            }
+            Err(error) if crate::error::classify(&error) == crate::error::Class::Connection => {
+                self.in_doubt = xid.map(|xid| InDoubt {
+                    xid,
+                    rows: 0,
+                    skipped_by_table: pending.skipped_by_table,
+                });
+                Err(BatchError {
+                    record: None,
+                    commit_unknown: true,
+                    error,
+                })
+            }
+            Err(_) => {
+                if !rollback_in_step(&self.client).await {
+                    self.discard();
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    /// Ends the transaction of [`Loader::begin`] without keeping anything.
+    pub async fn rollback_attempts(&mut self) {
+        self.pending = Pending::default();
+        if !rollback_in_step(&self.client).await {
+            self.discard();
         }
     }
 
@@ -420,4 +527,3 @@ fn first_number(message: &str) -> Option<u64> {
         .collect();
     digits.parse().ok()
 }
-

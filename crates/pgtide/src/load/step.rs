@@ -11,13 +11,17 @@ use tokio_postgres::Client;
 /// So the ROLLBACK carries a token no other request returns: in step only
 /// when the answer is that token. False means discard the connection.
 pub async fn rollback_in_step(client: &Client) -> bool {
+    in_step_after(client, "ROLLBACK").await
+}
+
+/// Runs `sql` (a rollback, to the transaction's start or to a savepoint)
+/// and proves the connection in step with a token, as
+/// [`rollback_in_step`] does.
+pub async fn in_step_after(client: &Client, sql: &str) -> bool {
     use std::sync::atomic::{AtomicU64, Ordering};
     static TOKEN: AtomicU64 = AtomicU64::new(1);
     let token = TOKEN.fetch_add(1, Ordering::Relaxed).to_string();
-    let Ok(messages) = client
-        .simple_query(&format!("ROLLBACK; SELECT {token}"))
-        .await
-    else {
+    let Ok(messages) = client.simple_query(&format!("{sql}; SELECT {token}")).await else {
         return false;
     };
     let rows: Vec<_> = messages
@@ -29,4 +33,3 @@ pub async fn rollback_in_step(client: &Client) -> bool {
         .collect();
     rows == [Some(token.as_str())]
 }
-

@@ -11,8 +11,8 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::method::{Batch, BatchError, InDoubt, Loader, LoaderSpec};
 use super::method::new_loader;
+use super::method::{Batch, BatchError, InDoubt, Loader, LoaderSpec};
 use super::outcome::{last_line, Done, Failed, Shared};
 use super::row_error::{chunk_error, show_row};
 use super::RowFailure;
@@ -341,6 +341,33 @@ impl Resilient for Session<'_> {
 
     fn take_skipped(&mut self) -> Vec<u64> {
         self.loader.take_skipped()
+    }
+
+    fn begin(&mut self) -> impl Future<Output = Result<Option<i64>, BatchError>> + Send {
+        self.loader.begin()
+    }
+
+    fn attempt(&mut self, batch: &Batch) -> impl Future<Output = Result<u64, BatchError>> + Send {
+        self.loader.attempt(batch)
+    }
+
+    async fn commit(&mut self, xid: Option<i64>) -> Result<bool, BatchError> {
+        let e = match self.loader.commit_attempts(xid).await {
+            Ok(committed) => return Ok(committed),
+            Err(e) => e,
+        };
+        // The answer to COMMIT was lost: a new connection asks the server.
+        let mut reconnects = 0;
+        let in_doubt = self.loader.in_doubt();
+        match reconnect_with_backoff(self.loader, self.ctx, in_doubt, &mut reconnects).await {
+            Reconnected::Committed(_) => Ok(true),
+            Reconnected::Resend if in_doubt.is_some() => Ok(false),
+            _ => Err(e),
+        }
+    }
+
+    fn rollback(&mut self) -> impl Future<Output = ()> + Send {
+        self.loader.rollback_attempts()
     }
 
     fn load(&mut self, batch: &Batch) -> impl Future<Output = Result<u64, BatchError>> + Send {

@@ -30,9 +30,9 @@ use std::future::Future;
 use copyfmt::scan::{self, Dialect, Format, RecordSpan};
 
 use super::Reject;
+use crate::batch::{Batch, BatchError};
 use crate::chunk::Chunk;
 use crate::error::{classify, Class, Error, ErrorKind, Result};
-use crate::batch::{Batch, BatchError};
 use crate::failure::RowFailure;
 
 /// Smallest retry window after a located bad row: below this, per-batch
@@ -54,6 +54,31 @@ pub trait Resilient {
     /// Loads `batch` in one transaction, retrying what is not the rows'
     /// fault; an error returned is the rows' fault or stops the load.
     fn load(&mut self, batch: &Batch) -> impl Future<Output = Result<u64, BatchError>> + Send;
+    /// Opens one transaction for many [`Resilient::attempt`]s; its id.
+    fn begin(&mut self) -> impl Future<Output = Result<Option<i64>, BatchError>> + Send;
+    /// Loads `batch` under a savepoint of the open transaction; a failed
+    /// batch leaves the transaction usable. No retry here: anything that
+    /// is not the rows' fault ends the transaction's pass.
+    fn attempt(&mut self, batch: &Batch) -> impl Future<Output = Result<u64, BatchError>> + Send;
+    /// Commits the open transaction: `Ok(true)` committed, `Ok(false)`
+    /// certainly not; `Err` when nobody can tell (a COMMIT whose answer
+    /// was lost and whose transaction the server cannot place).
+    fn commit(&mut self, xid: Option<i64>)
+        -> impl Future<Output = Result<bool, BatchError>> + Send;
+    /// Rolls the open transaction back.
+    fn rollback(&mut self) -> impl Future<Output = ()> + Send;
+}
+
+/// How the ranges of a chunk are sent.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// All in one transaction, each under a savepoint: a bad row costs a
+    /// savepoint rollback, not a commit. Tried first.
+    OneTransaction,
+    /// Each range in its own transaction, reconnecting and retrying as the
+    /// main path does: the fallback when the one transaction cannot
+    /// commit (a deferred constraint, a lost connection, a deadlock).
+    PerRange,
 }
 
 /// The outcome of isolating one chunk (also when it stopped midway).
@@ -87,6 +112,25 @@ pub enum Start {
     /// fit the input's style (`Chunk::eol_errors`). They are rejected here
     /// with the server's reason, and the runs between them are loaded.
     Screened,
+    /// Nothing of the chunk is committed and nothing is known about it
+    /// (an earlier pass was rolled back): every record needs its verdict.
+    Fresh,
+}
+
+impl Start {
+    /// Where a second pass starts after a first one that committed
+    /// nothing: what the chunk's own attempt committed still counts; the
+    /// first error was the rolled-back pass's to use.
+    fn again(&self) -> Start {
+        match self {
+            Start::Failed(_) | Start::Fresh => Start::Fresh,
+            Start::Skipped { rows, skipped } => Start::Skipped {
+                rows: *rows,
+                skipped: skipped.clone(),
+            },
+            Start::Screened => Start::Screened,
+        }
+    }
 }
 
 /// Loads every good row of `chunk` and returns the bad ones. `start` is
@@ -98,13 +142,62 @@ pub async fn isolate(
     loader: &mut impl Resilient,
     chunk: &Chunk,
     start: Start,
-    may_reject: impl FnMut() -> bool,
+    mut may_reject: impl FnMut() -> bool,
 ) -> (Isolated, Option<Error>) {
+    let again = start.again();
+    match in_one_transaction(loader, chunk, start, &mut may_reject).await {
+        Ok(Some(out)) => return finish(out, None),
+        Ok(None) => {}
+        Err(e) => return finish(Isolated::default(), Some(e)),
+    }
     let mut out = Isolated::default();
-    let result = run(loader, chunk, start, may_reject, &mut out).await;
+    let result = run(loader, chunk, again, may_reject, &mut out, Mode::PerRange).await;
+    finish(out, result.err())
+}
+
+fn finish(mut out: Isolated, e: Option<Error>) -> (Isolated, Option<Error>) {
     out.rejects.sort_by_key(|r| r.at.record);
     out.done.sort_unstable();
-    (out, result.err())
+    (out, e)
+}
+
+/// The whole chunk's isolation in one transaction (see
+/// [`Mode::OneTransaction`]). `Ok(None)`: nothing of it was committed, so
+/// the caller may do it again range by range. The rejects are weighed
+/// against `--max-rejects` only before the commit, so that a chunk that
+/// goes over the limit commits nothing.
+async fn in_one_transaction(
+    loader: &mut impl Resilient,
+    chunk: &Chunk,
+    start: Start,
+    may_reject: &mut impl FnMut() -> bool,
+) -> Result<Option<Isolated>> {
+    let Ok(xid) = loader.begin().await else {
+        return Ok(None);
+    };
+    let mut out = Isolated::default();
+    let pass = run(
+        loader,
+        chunk,
+        start,
+        || true,
+        &mut out,
+        Mode::OneTransaction,
+    )
+    .await;
+    if pass.is_err() {
+        loader.rollback().await;
+        return Ok(None);
+    }
+    if !out.rejects.iter().all(|_| may_reject()) {
+        loader.rollback().await;
+        return Err(reject_limit());
+    }
+    match loader.commit(xid).await {
+        Ok(true) => Ok(Some(out)),
+        Ok(false) => Ok(None),
+        Err(e) => Err(Error::from(e.error)),
+    }
 }
 
 async fn run(
@@ -113,11 +206,11 @@ async fn run(
     start: Start,
     mut may_reject: impl FnMut() -> bool,
     out: &mut Isolated,
+    mode: Mode,
 ) -> Result<()> {
     let dialect = loader.dialect().clone();
     let relname = loader.relname().to_owned();
-    let spans: Vec<RecordSpan> =
-        scan::records_with(&dialect, chunk.eol, &chunk.data).collect();
+    let spans: Vec<RecordSpan> = scan::records_with(&dialect, chunk.eol, &chunk.data).collect();
     let n = spans.len();
     let site = Site {
         chunk,
@@ -128,6 +221,7 @@ async fn run(
     let mut queue: VecDeque<(usize, usize, Option<BatchError>)> = VecDeque::new();
     match start {
         Start::Failed(first) => queue.push_back((0, n, Some(first))),
+        Start::Fresh => queue.push_back((0, n, None)),
         Start::Skipped { rows, skipped } => {
             out.loaded += rows;
             site.settled_around(0, n, &skipped, out, &mut queue);
@@ -150,9 +244,10 @@ async fn run(
         if lo >= hi {
             continue;
         }
-        let result = match known {
-            Some(e) => Err(e),
-            None => loader.load(&batch(chunk, &spans, lo, hi)).await,
+        let result = match (known, mode) {
+            (Some(e), _) => Err(e),
+            (None, Mode::PerRange) => loader.load(&batch(chunk, &spans, lo, hi)).await,
+            (None, Mode::OneTransaction) => loader.attempt(&batch(chunk, &spans, lo, hi)).await,
         };
         let e = match result {
             Ok(rows) => {
@@ -293,11 +388,7 @@ fn reject(
     may_reject: &mut impl FnMut() -> bool,
 ) -> Result<()> {
     if !may_reject() {
-        return Err(Error::new(
-            ErrorKind::RejectLimit,
-            "stopped: more rows were rejected than --max-rejects allows",
-        )
-        .with_hint("see the reject file; raise --max-rejects to let the load go on"));
+        return Err(reject_limit());
     }
     let span = &site.spans[index];
     out.done.push(site.lines(index, index + 1));
@@ -306,6 +397,14 @@ fn reject(
         raw: site.chunk.data.slice(span.start..span.end),
     });
     Ok(())
+}
+
+fn reject_limit() -> Error {
+    Error::new(
+        ErrorKind::RejectLimit,
+        "stopped: more rows were rejected than --max-rejects allows",
+    )
+    .with_hint("see the reject file; raise --max-rejects to let the load go on")
 }
 
 /// An error that ends isolation, placed at the range it happened in.
