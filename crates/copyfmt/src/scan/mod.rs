@@ -95,12 +95,16 @@
 use std::fmt;
 
 mod binary;
+mod eol;
+mod server_lines;
 mod textcsv;
 
 #[cfg(test)]
 mod tests;
 
 use binary::Bin;
+pub use eol::{Eol, EolError};
+pub use server_lines::{record_at_server_line, server_lines};
 use textcsv::St;
 
 /// The three COPY data formats.
@@ -202,58 +206,6 @@ impl Dialect {
             }
         }
         Ok(())
-    }
-}
-
-/// The line-ending style of a stream, settled by its first record as in
-/// PostgreSQL's `CopyReadLineText` (`eol_type`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Eol {
-    /// No record has ended yet.
-    #[default]
-    Unknown,
-    /// `\n`.
-    Nl,
-    /// `\r\n`.
-    CrNl,
-    /// A lone `\r`.
-    Cr,
-}
-
-/// A line break that does not fit the stream's [`Eol`] style: the server
-/// rejects the record that holds it (SQLSTATE 22P04).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EolError {
-    /// An unquoted `\r` where the style has none there.
-    CarriageReturn,
-    /// An unquoted `\n` where the style has none there.
-    Newline,
-}
-
-impl EolError {
-    /// The SQLSTATE the server raises (`bad_copy_file_format`).
-    pub const SQLSTATE: &'static str = "22P04";
-
-    /// The server's own message for this error in `format`.
-    pub fn message(self, format: Format) -> &'static str {
-        match (self, format) {
-            (EolError::CarriageReturn, Format::Csv) => "unquoted carriage return found in data",
-            (EolError::CarriageReturn, _) => "literal carriage return found in data",
-            (EolError::Newline, Format::Csv) => "unquoted newline found in data",
-            (EolError::Newline, _) => "literal newline found in data",
-        }
-    }
-
-    /// The server's own hint for this error in `format`.
-    pub fn hint(self, format: Format) -> &'static str {
-        match (self, format) {
-            (EolError::CarriageReturn, Format::Csv) => {
-                "Use quoted CSV field to represent carriage return."
-            }
-            (EolError::CarriageReturn, _) => "Use \"\\r\" to represent carriage return.",
-            (EolError::Newline, Format::Csv) => "Use quoted CSV field to represent newline.",
-            (EolError::Newline, _) => "Use \"\\n\" to represent newline.",
-        }
     }
 }
 
@@ -589,68 +541,6 @@ impl Iterator for Records<'_> {
             }
         }
     }
-}
-
-/// The 0-based record of `bytes` (whole records, as sent in one COPY)
-/// that the server's `line N` designates, or `None` if no record has it.
-///
-/// The server's `cur_lineno` (copyfromparse.c) goes up by one per record
-/// and, in CSV only, by one per quoted line break, where a "line break" is
-/// `\n` once the style is known to be `\n`, and `\r` otherwise: inside the
-/// first record of every COPY, read before the style is settled, a quoted
-/// `\r` counts and a quoted `\n` does not. An error inside record `r` names
-/// a line from its first to its first plus its quoted breaks.
-pub fn record_at_server_line(d: &Dialect, bytes: &[u8], line: u64) -> Option<u64> {
-    if d.format != Format::Csv {
-        let index = line.checked_sub(1)?;
-        records(d, bytes).nth(usize::try_from(index).ok()?)?;
-        return Some(index);
-    }
-    let mut scanner = Scanner::resume(d.clone());
-    let mut eol = Eol::Unknown;
-    let mut first = 1u64;
-    let mut pos = 0;
-    let mut index = 0u64;
-    while pos < bytes.len() {
-        let end = match scanner.scan(&bytes[pos..], Stop::First) {
-            Some(b) => pos + b.offset,
-            None => bytes.len(),
-        };
-        let last = first + server_lines(d, eol, &bytes[pos..end]);
-        if (first..=last).contains(&line) {
-            return Some(index);
-        }
-        first = last + 1;
-        index += 1;
-        pos = end;
-        eol = scanner.eol();
-    }
-    None
-}
-
-/// The line breaks the server counts inside the quotes of one CSV record
-/// read while the line-ending style is `eol` (see
-/// [`record_at_server_line`]); the walk is `CopyReadLineText`'s own.
-pub fn server_lines(d: &Dialect, eol: Eol, record: &[u8]) -> u64 {
-    let counted = if eol == Eol::Nl { b'\n' } else { b'\r' };
-    let quote = d.quote;
-    // As the server does, an ESCAPE equal to QUOTE is no escape at all.
-    let escape = (d.escape != d.quote).then_some(d.escape);
-    let (mut in_quote, mut last_was_esc) = (false, false);
-    let mut n = 0;
-    for &c in record {
-        if in_quote && Some(c) == escape {
-            last_was_esc = !last_was_esc;
-        }
-        if c == quote && !last_was_esc {
-            in_quote = !in_quote;
-        }
-        if Some(c) != escape {
-            last_was_esc = false;
-        }
-        n += u64::from(in_quote && c == counted);
-    }
-    n
 }
 
 impl fmt::Display for Format {

@@ -1,0 +1,56 @@
+//! Line-ending styles (`\n`, `\r\n`, a lone `\r`) and the errors the
+//! server raises for a line break that does not fit the style.
+
+use super::Format;
+
+/// The line-ending style of a stream, settled by its first record as in
+/// PostgreSQL's `CopyReadLineText` (`eol_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Eol {
+    /// No record has ended yet.
+    #[default]
+    Unknown,
+    /// `\n`.
+    Nl,
+    /// `\r\n`.
+    CrNl,
+    /// A lone `\r`.
+    Cr,
+}
+
+/// A line break that does not fit the stream's [`Eol`] style: the server
+/// rejects the record that holds it (SQLSTATE 22P04).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EolError {
+    /// An unquoted `\r` where the style has none there.
+    CarriageReturn,
+    /// An unquoted `\n` where the style has none there.
+    Newline,
+}
+
+impl EolError {
+    /// The SQLSTATE the server raises (`bad_copy_file_format`).
+    pub const SQLSTATE: &'static str = "22P04";
+
+    /// The server's own message for this error in `format`.
+    pub fn message(self, format: Format) -> &'static str {
+        match (self, format) {
+            (EolError::CarriageReturn, Format::Csv) => "unquoted carriage return found in data",
+            (EolError::CarriageReturn, _) => "literal carriage return found in data",
+            (EolError::Newline, Format::Csv) => "unquoted newline found in data",
+            (EolError::Newline, _) => "literal newline found in data",
+        }
+    }
+
+    /// The server's own hint for this error in `format`.
+    pub fn hint(self, format: Format) -> &'static str {
+        match (self, format) {
+            (EolError::CarriageReturn, Format::Csv) => {
+                "Use quoted CSV field to represent carriage return."
+            }
+            (EolError::CarriageReturn, _) => "Use \"\\r\" to represent carriage return.",
+            (EolError::Newline, Format::Csv) => "Use quoted CSV field to represent newline.",
+            (EolError::Newline, _) => "Use \"\\n\" to represent newline.",
+        }
+    }
+}
