@@ -9,8 +9,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod copy;
 mod create;
+mod resume;
 pub use copy::CopyArgs;
 pub use create::{CreateArg, CreateArgs, CREATE_HELP};
+pub use resume::{LedgerAction, LedgerArgs, ResumeArg, ResumeArgs, RESUME_HELP};
 
 /// pgtide: the fastest and safest way to move rows into, out of and
 /// between PostgreSQL servers.
@@ -43,6 +45,9 @@ pub enum Command {
         #[command(subcommand)]
         action: ServerAction,
     },
+    /// The `load --resume` ledger (pgtide.ledger in the target database):
+    /// list what is recorded, forget a file's entries.
+    Ledger(LedgerArgs),
     /// Benchmarks that reproduce the seed documents' experiments.
     Bench(BenchArgs),
     /// The README's demo: generate a data set, load it with pgtide and with
@@ -142,7 +147,7 @@ pub enum MethodArg {
 
 /// `pgtide load ...`
 #[derive(Debug, Args)]
-#[command(after_long_help = format!("{LOAD_AFTER_HELP}\n\n{CREATE_HELP}"))]
+#[command(after_long_help = format!("{LOAD_AFTER_HELP}\n\n{CREATE_HELP}\n\n{RESUME_HELP}"))]
 pub struct LoadArgs {
     /// Input files; `-` reads stdin. gzip and zstd are detected by their
     /// magic bytes.
@@ -300,6 +305,10 @@ pub struct LoadArgs {
     /// --create and its options.
     #[command(flatten)]
     pub create: CreateArgs,
+
+    /// --resume.
+    #[command(flatten)]
+    pub resume: ResumeArgs,
 }
 
 /// Most `--workers`: each worker is one server connection (PostgreSQL

@@ -53,6 +53,7 @@ fn main() -> ExitCode {
             Command::Export(a) => cmd::export::run(a).await,
             Command::Copy(a) => cmd::copy::run(a).await,
             Command::Server { action } => cmd::server::run(action).await,
+            Command::Ledger(a) => cmd::ledger::run(a).await,
             Command::Bench(a) => cmd::bench::run(a).await,
             Command::Demo(a) => cmd::demo::run(a).await,
             Command::Completions { shell } => cmd::docs::completions(shell),

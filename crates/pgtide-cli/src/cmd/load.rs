@@ -8,7 +8,7 @@ use pgtide::infer::create::Create;
 use pgtide::load::{self, LoadOptions};
 use pgtide::progress::Progress;
 
-use crate::args::{CreateArg, CreateArgs, FormatArg, HeaderArg, LoadArgs, MethodArg};
+use crate::args::{CreateArg, CreateArgs, FormatArg, HeaderArg, LoadArgs, MethodArg, ResumeArg};
 use crate::progress::{Display, Work};
 use crate::render;
 
@@ -92,6 +92,10 @@ fn options(a: &LoadArgs, format: CopyFormat) -> pgtide::Result<LoadOptions> {
         o.shard_db.insert(server, conninfo);
     }
     o.create = create_options(&a.create)?;
+    o.resume = a.resume.resume.map(|r| match r {
+        ResumeArg::Fingerprint => load::ledger::ResumeMode::Edges,
+        ResumeArg::Strict => load::ledger::ResumeMode::Strict,
+    });
     let c = &mut o.copy;
     c.header = match a.header {
         HeaderArg::False => Header::None,

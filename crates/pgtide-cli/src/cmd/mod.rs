@@ -5,6 +5,7 @@ pub mod copy;
 pub mod demo;
 pub mod docs;
 pub mod export;
+pub mod ledger;
 pub mod load;
 pub mod server;
 

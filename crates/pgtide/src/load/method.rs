@@ -32,6 +32,7 @@ use super::binary;
 use super::copy::copy_bytes;
 use super::insert;
 use super::invariants::check_count;
+use super::ledger;
 use super::spec::copy_error;
 pub use super::spec::{record_at_line, LoaderSpec, Method, MethodSetup};
 use super::step::in_step_after;
@@ -132,6 +133,9 @@ pub struct Loader {
     skipped_by_table: u64,
     /// A committed batch whose server count [`check_count`] refused.
     bug: Option<Error>,
+    /// `--resume`: the chunk being loaded, whose batches each insert
+    /// their ledger row before `COMMIT` ([`Loader::set_mark`]).
+    mark: Option<ledger::Mark>,
     /// What the attempts of an open transaction ([`Loader::attempt`])
     /// will add to the counts above if it commits.
     pending: Pending,
@@ -167,6 +171,7 @@ impl Loader {
             skipped: Vec::new(),
             skipped_by_table: 0,
             bug: None,
+            mark: None,
             pending: Pending::default(),
         }
     }
@@ -413,8 +418,31 @@ impl Loader {
         }
     }
 
-    /// The method's statements, inside the batch's transaction.
+    /// The method's statements, inside the batch's transaction, then
+    /// (`--resume`) the batch's ledger row, so that both commit or
+    /// neither does (`load/ledger.rs`).
     async fn run(&mut self, batch: &Batch) -> Result<u64, BatchError> {
+        let rows = self.run_method(batch).await?;
+        if let Some(mark) = &self.mark {
+            let bug = ledger::record(&self.client, mark, batch, rows).await;
+            self.bug = self.bug.take().or(bug.map_err(BatchError::plain)?);
+        }
+        Ok(rows)
+    }
+
+    /// `--resume`: each batch loaded from now on records its bytes of
+    /// this chunk in the ledger, in its own transaction (`None`: stop).
+    pub fn set_mark(&mut self, mark: Option<ledger::Mark>) {
+        self.mark = mark;
+    }
+
+    /// The mark, for a loader that replaces this one (reconnect).
+    pub fn take_mark(&mut self) -> Option<ledger::Mark> {
+        self.mark.take()
+    }
+
+    /// The method's statements.
+    async fn run_method(&mut self, batch: &Batch) -> Result<u64, BatchError> {
         let spec = self.spec.clone();
         match spec.method {
             Method::Copy => self.copy(batch).await,

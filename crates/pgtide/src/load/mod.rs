@@ -23,6 +23,7 @@ pub mod copy;
 pub mod create;
 mod insert;
 mod invariants;
+pub mod ledger;
 pub mod method;
 mod outcome;
 mod pipeline;
@@ -100,6 +101,10 @@ pub struct LoadOptions {
     pub route: sharded::Route,
     /// `--shard-db SERVER=CONNINFO`: the connection for a foreign server.
     pub shard_db: crate::shard::Overrides,
+    /// `--resume[=strict]`: record every committed chunk in the ledger
+    /// (`pgtide.ledger`, in the chunk's transaction) and skip what earlier
+    /// runs committed or rejected (see [`ledger`]).
+    pub resume: Option<ledger::ResumeMode>,
 }
 
 impl LoadOptions {
@@ -124,6 +129,7 @@ impl LoadOptions {
             create: None,
             route: Default::default(),
             shard_db: Default::default(),
+            resume: None,
         }
     }
 }
@@ -155,6 +161,9 @@ pub struct Report {
     /// own row counts and the table's triggers; see `invariants`). Rows
     /// read = loaded + rejected + skipped by the table.
     pub rows_skipped_by_table: u64,
+    /// `--resume`: rows that earlier runs committed or rejected, skipped
+    /// by this one (not in `rows_read`).
+    pub rows_resumed: u64,
     /// The reject file, when `--rejects` was given.
     pub rejects_path: Option<String>,
     /// Decompressed input bytes sent in committed chunks.
@@ -203,6 +212,17 @@ impl Report {
 /// stopped.
 pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -> Result<Report> {
     check_local(opts)?;
+    // A resumed --create loads into the table the first run made.
+    let resumed_opts;
+    let opts = match (&opts.resume, &opts.create) {
+        (Some(_), Some(c)) if !c.if_not_exists => {
+            let mut o = opts.clone();
+            o.create.as_mut().expect("checked").if_not_exists = true;
+            resumed_opts = o;
+            &resumed_opts
+        }
+        _ => opts,
+    };
     let start = Instant::now();
     let control = target.connect().await?;
     let server_version: String = control.query_one("SHOW server_version", &[]).await?.get(0);
@@ -212,12 +232,11 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     check_forced_columns(&opts.copy, &columns, &table)?;
     // Sharded targets (issue 10): the client routes a partitioned table's
     // rows to its leaves (crate::shard) when it can; else on below.
-    if table.kind == 'p' {
+    if table.kind == 'p' && opts.resume.is_none() {
         if let Ok(plan) = sharded::plan(target, opts, &table, &columns).await? {
             drop(control);
             let (v, skip) = (server_version, table_may_skip);
-            let run =
-                sharded::run(target, opts, &table, &columns, plan, v, skip, progress);
+            let run = sharded::run(target, opts, &table, &columns, plan, v, skip, progress);
             return run.await;
         }
     }
@@ -232,7 +251,10 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     // PostgreSQL 17 skips rows with bad values itself (ON_ERROR): one pass
     // instead of retries for the commonest dirty data. Not for binary input
     // (COPY refuses it) nor other methods (they send no COPY text).
+    // Not with --resume: a chunk's ledger row must cover exactly the rows
+    // it committed, and ON_ERROR's skipped rows are not decided yet then.
     let on_error_sql = (opts.rejects.is_some()
+        && opts.resume.is_none()
         && major >= 17
         && opts.method == Method::Copy
         && opts.copy.format != CopyFormat::Binary)
@@ -243,6 +265,25 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
                 &["ON_ERROR ignore", "LOG_VERBOSITY verbose"],
             )
         });
+    let (resume, earlier_rejects) = match opts.resume {
+        None => (None, None),
+        Some(mode) => {
+            let options = ledger::describe_options(&opts.copy, &column_names);
+            let name = table.name.to_string();
+            let mut r =
+                ledger::prepare(&control, &opts.inputs, mode, (&name, table.oid), &options).await?;
+            let earlier = match (&opts.rejects, opts.overwrite_rejects) {
+                (Some(path), false) => Some(crate::reject::earlier(path)?),
+                _ => None,
+            };
+            if let Some(e) = &earlier {
+                r.rejected = e.rejected.clone();
+            }
+            (Some(Arc::new(r)), earlier)
+        }
+    };
+    // Resuming: the first run truncated (or created) the table already.
+    let resuming = resume.as_ref().is_some_and(|r| r.entries > 0);
     drop(control);
     let dialect = opts.copy.dialect(major);
     let mut method_setup =
@@ -269,13 +310,14 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
             .as_ref()
             .filter(|c| !c.exists)
             .map(|c| c.sql.clone()),
-        truncate_sql: opts
-            .truncate
+        truncate_sql: (opts.truncate && !resuming)
             .then(|| format!("TRUNCATE {}", table.name.quoted())),
         max_rejects: opts.max_rejects,
         method_setup,
         on_error_sql,
         table_may_skip,
+        resume: resume.clone(),
+        earlier_rejects,
     };
     let outcome = workers::execute(plan, progress).await?;
     let mut report = Report {
@@ -283,6 +325,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         rows_loaded: outcome.rows_loaded,
         rows_rejected: outcome.rows_rejected,
         rows_skipped_by_table: outcome.rows_skipped_by_table,
+        rows_resumed: outcome.rows_resumed,
         rejects_path: opts.rejects.as_ref().map(|p| p.display().to_string()),
         bytes: outcome.bytes,
         seconds: start.elapsed().as_secs_f64(),
@@ -298,6 +341,9 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     };
     if let Some(plan) = &created {
         create::report(plan, &mut report);
+    }
+    if let Some(r) = &resume {
+        resume_notes(r, opts, resuming, &mut report);
     }
     if report.failure.is_none() {
         report.failure = invariants::check_rows(
@@ -318,11 +364,16 @@ fn check_local(opts: &LoadOptions) -> Result<()> {
     if opts.workers == 0 {
         return Err(Error::config("--workers must be at least 1"));
     }
+    if opts.resume.is_some() && opts.inputs.iter().any(|i| i == "-") {
+        return Err(ledger::stdin_refused());
+    }
     for input in &opts.inputs {
         crate::source::check(input)?;
     }
     if let Some(path) = &opts.rejects {
-        crate::reject::paths::check(path, &opts.inputs, opts.overwrite_rejects)?;
+        // A resumed load appends to its reject file.
+        let keep = opts.overwrite_rejects || opts.resume.is_some();
+        crate::reject::paths::check(path, &opts.inputs, keep)?;
     }
     Ok(())
 }
@@ -344,4 +395,31 @@ fn check_forced_columns(
         }
     }
     Ok(())
+}
+
+/// What the summary says about `--resume`.
+fn resume_notes(r: &ledger::Resume, opts: &LoadOptions, resuming: bool, report: &mut Report) {
+    report.notes.extend(r.notes.iter().cloned());
+    if resuming && opts.truncate {
+        report.notes.push(
+            "--truncate: not truncated again, this run resumes a load recorded in the ledger"
+                .to_owned(),
+        );
+    }
+    if report.rows_resumed == 0 {
+        return;
+    }
+    if report.rows_read == 0 && report.failure.is_none() {
+        report.notes.push(format!(
+            "already complete: every row of {} was committed (or rejected) by earlier runs, \
+             as the ledger ({}) says; nothing was loaded",
+            opts.inputs.join(", "),
+            ledger::LEDGER_TABLE
+        ));
+    } else {
+        report.notes.push(format!(
+            "resumed: {} rows committed (or rejected) by earlier runs were skipped",
+            report.rows_resumed
+        ));
+    }
 }

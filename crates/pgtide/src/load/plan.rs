@@ -39,5 +39,10 @@ pub(super) struct Plan {
     pub table_may_skip: bool,
     /// Columns, NULL spelling, `--sql` and `--batch-rows` for the methods.
     pub method_setup: super::method::MethodSetup,
+    /// `--resume`: what earlier runs did (skipped), and the ledger
+    /// identity of each input (recorded with every batch).
+    pub resume: Option<std::sync::Arc<super::ledger::Resume>>,
+    /// `--resume` with `--rejects`: what earlier runs left in the reject
+    /// file (appended to).
+    pub earlier_rejects: Option<crate::reject::Earlier>,
 }
-

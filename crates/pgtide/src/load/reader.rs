@@ -21,6 +21,8 @@ use crate::source::Source;
 #[derive(Default)]
 pub(super) struct ReadStats {
     pub rows: u64,
+    /// `--resume`: rows skipped, committed or rejected by earlier runs.
+    pub rows_resumed: u64,
     pub notes: Vec<String>,
     /// Reading stopped early because a stop was requested.
     pub interrupted: bool,
@@ -55,6 +57,9 @@ fn read_inputs(
 ) -> Result<()> {
     let mut ready = Some(ready);
     let mut seq = 0;
+    // Chunks handed out (with --resume, pieces of chunks) are numbered
+    // without gaps: the reject file writes in that order.
+    let mut sent = 0;
     let mode = header_mode(plan.header);
     check_later_headers(plan)?;
     for input in &plan.inputs {
@@ -82,17 +87,34 @@ fn read_inputs(
                     let _ = ready.send(chunker.header().cloned());
                 }
             }
-            if progress.stop_requested() {
-                // Not counted as read: only chunks handed out are, so the
-                // summary's identity holds for what was attempted.
-                stats.interrupted = true;
-                return Ok(());
-            }
-            stats.rows += chunk.records;
             cut += chunk.data.len() as u64;
-            Progress::add(&progress.rows_read, chunk.records);
-            if tx.send_blocking(chunk).is_err() {
-                return Ok(()); // a worker failed; stop reading
+            let pieces = match &plan.resume {
+                None => vec![chunk],
+                Some(r) => {
+                    let (pieces, skipped) = super::ledger::unfinished(
+                        chunk,
+                        r.committed(input),
+                        r.rejected.get(input.as_str()),
+                        &plan.dialect,
+                    )?;
+                    stats.rows_resumed += skipped;
+                    pieces
+                }
+            };
+            for mut piece in pieces {
+                if progress.stop_requested() {
+                    // Not counted as read: only chunks handed out are, so
+                    // the summary's identity holds for what was attempted.
+                    stats.interrupted = true;
+                    return Ok(());
+                }
+                piece.seq = sent;
+                sent += 1;
+                stats.rows += piece.records;
+                Progress::add(&progress.rows_read, piece.records);
+                if tx.send_blocking(piece).is_err() {
+                    return Ok(()); // a worker failed; stop reading
+                }
             }
         }
         if first {

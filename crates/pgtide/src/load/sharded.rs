@@ -32,15 +32,15 @@ use copyfmt::fields::{split_record, Fields, NullSpec};
 use copyfmt::scan::{self, Dialect};
 use tokio_postgres::Client;
 
-use crate::shard::{remote, LeafRoute, Plan, Scratch};
+use super::copy::{copy_bytes, Framing};
+use super::{LineRange, LoadOptions, Method, Report};
 use crate::catalog::{Column, Table};
 use crate::chunk::{Chunk, Chunker, HeaderMode};
 use crate::conn::{Env, Target};
 use crate::copyopts::{CopyFormat, Header};
 use crate::error::{Error, Result};
-use super::copy::{copy_bytes, Framing};
-use super::{LineRange, LoadOptions, Method, Report};
 use crate::progress::Progress;
+use crate::shard::{remote, LeafRoute, Plan, Scratch};
 use crate::source::Source;
 
 /// `--route`: where rows of a partitioned target are routed.
@@ -395,6 +395,7 @@ pub async fn run(
         rows_loaded: ledger.rows_loaded,
         rows_rejected: 0,
         rows_skipped_by_table: ledger.rows_skipped,
+        rows_resumed: 0,
         rejects_path: None,
         bytes: ledger.bytes,
         seconds: start.elapsed().as_secs_f64(),

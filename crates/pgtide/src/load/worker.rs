@@ -38,6 +38,8 @@ pub(super) struct Ctx {
     pub isolate: bool,
     /// `--max-rejects`.
     pub max_rejects: Option<u64>,
+    /// `--resume`: each chunk's batches record their bytes in the ledger.
+    pub resume: Option<Arc<super::ledger::Resume>>,
 }
 
 /// Runs until the channel closes or a chunk fails.
@@ -48,6 +50,9 @@ pub(super) async fn work(
     ctx: Arc<Ctx>,
 ) {
     while let Ok(chunk) = rx.recv().await {
+        if let Some(r) = &ctx.resume {
+            loader.set_mark(r.mark(&chunk.input, &chunk.data, chunk.first_byte));
+        }
         if chunk.eol_errors > 0 {
             // Never sent whole: a COPY that starts with such a record
             // settles on the wrong line-ending style and misplaces rows.
@@ -306,7 +311,9 @@ async fn reconnect(loader: &mut Loader, ctx: &Ctx, in_doubt: Option<InDoubt>) ->
     // Rows `ON_ERROR` skipped in a batch that turned out committed still
     // need their verdict.
     let skipped = loader.take_skipped();
+    let mark = loader.take_mark();
     *loader = new_loader(client, notices, &ctx.spec);
+    loader.set_mark(mark);
     if let (Reconnected::Committed(_), Some(d)) = (&settled, in_doubt) {
         loader.committed_in_doubt(d);
         loader.carry_skipped(skipped);

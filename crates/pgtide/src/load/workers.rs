@@ -12,16 +12,16 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use super::copy::Framing;
-pub(super) use super::plan::Plan;
 use super::method::{new_loader, LoaderSpec};
 use super::outcome::{Done, Shared};
+pub(super) use super::plan::Plan;
 use super::reader::{read_all, ReadStats};
 use super::worker::{work, Ctx};
-use crate::failure::RowFailure;
 use super::LineRange;
 use crate::chunk::Chunk;
 use crate::copyopts::CopyFormat;
 use crate::error::{Error, ErrorKind, Result};
+use crate::failure::RowFailure;
 use crate::progress::Progress;
 use crate::reject::RejectFile;
 
@@ -31,6 +31,8 @@ pub(super) struct Outcome {
     pub rows_loaded: u64,
     pub rows_rejected: u64,
     pub rows_skipped_by_table: u64,
+    /// `--resume`: rows committed or rejected by earlier runs, skipped.
+    pub rows_resumed: u64,
     pub bytes: u64,
     pub chunks: u64,
     pub committed: Vec<LineRange>,
@@ -100,6 +102,7 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         progress: progress.clone(),
         isolate: plan.rejects.is_some(),
         max_rejects: plan.max_rejects,
+        resume: plan.resume.clone(),
     });
     let mut tasks = Vec::new();
     for (id, (client, notices)) in clients.into_iter().enumerate() {
@@ -139,7 +142,10 @@ async fn start_writing(
         };
     }
     if let Some(path) = &plan.rejects {
-        let mut file = RejectFile::create(path, plan.overwrite_rejects)?;
+        let mut file = match (&plan.resume, &plan.earlier_rejects) {
+            (Some(r), Some(earlier)) => RejectFile::append(path, earlier, r.run.clone())?,
+            _ => RejectFile::create(path, plan.overwrite_rejects)?,
+        };
         file.set_framing(header, binary);
         shared.lock().expect("worker state").rejects = Some(file);
     }
@@ -186,7 +192,7 @@ fn summarize(shared: Arc<Mutex<Shared>>, read: ReadStats) -> Outcome {
         None if read.interrupted => Some(interrupted()),
         None => None,
     };
-    let (rows_read, notes) = (read.rows, read.notes);
+    let (rows_read, rows_resumed, notes) = (read.rows, read.rows_resumed, read.notes);
     let (mut failure, failed_row) = match (first_failure, read_error) {
         (Some(f), _) => (Some(f.error), f.row),
         (None, Some(e)) => (Some(e), None),
@@ -205,6 +211,7 @@ fn summarize(shared: Arc<Mutex<Shared>>, read: ReadStats) -> Outcome {
         rows_loaded: s.loaded,
         rows_rejected,
         rows_skipped_by_table: s.skipped_by_table,
+        rows_resumed,
         bytes: s.bytes,
         chunks: s
             .done
@@ -248,4 +255,3 @@ fn merge_ranges(done: &[Done]) -> Vec<LineRange> {
     }
     out
 }
-

@@ -18,10 +18,11 @@
 pub mod isolate;
 pub mod paths;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -50,6 +51,96 @@ pub struct RejectFile {
     written: u64,
     next_seq: u64,
     waiting: BTreeMap<u64, Vec<Reject>>,
+    /// `--resume`: this run's name, logged with each row, with the rows
+    /// file's length after it (see [`Earlier`]).
+    resumed: Option<Resumed>,
+}
+
+/// A reject file of a `--resume` load.
+struct Resumed {
+    run: Arc<str>,
+    /// Rows written by earlier runs (kept: the header is there already).
+    earlier_rows: u64,
+    /// Length of the rows file.
+    rows_len: u64,
+    /// Log lines of rows written but not flushed: the log is written
+    /// only after the rows it names are, so a kill never leaves a logged
+    /// row missing.
+    log: Vec<u8>,
+}
+
+/// What earlier runs of a `--resume` load left in the reject file: the
+/// records they rejected (a resumed run skips them) and how much of the
+/// file and log to keep. A row is kept only when its log line is whole
+/// and names where the row ends; rows after the last such line (a kill
+/// between writing a row and its log line) are cut off and rejected
+/// again.
+#[derive(Debug, Default)]
+pub struct Earlier {
+    /// Byte offsets (decompressed input) of the rejected records, per
+    /// input as named on the command line.
+    pub rejected: BTreeMap<String, BTreeSet<u64>>,
+    /// Rows kept.
+    pub rows: u64,
+    rows_len: u64,
+    log_len: u64,
+}
+
+/// One log line of a `--resume` load.
+#[derive(serde::Serialize)]
+struct LogLine<'a> {
+    /// The run that wrote the row.
+    run: &'a str,
+    /// The rows file's length after the row.
+    end: u64,
+    #[serde(flatten)]
+    at: &'a RowFailure,
+}
+
+/// Reads what earlier runs left in `path` and its log (nothing when they
+/// do not exist).
+pub fn earlier(path: &Path) -> Result<Earlier> {
+    let mut out = Earlier::default();
+    let Ok(rows_len) = std::fs::metadata(path).map(|m| m.len()) else {
+        return Ok(out);
+    };
+    let Ok(log) = File::open(log_path(path)) else {
+        return Ok(out);
+    };
+    let mut reader = BufReader::new(log);
+    let mut line = Vec::new();
+    let mut at = 0u64;
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Error::read(&log_path(path).display().to_string(), e))?;
+        if n == 0 || !line.ends_with(b"\n") {
+            break;
+        }
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) else {
+            break;
+        };
+        let (Some(input), Some(byte), Some(end)) = (
+            v.get("input").and_then(|x| x.as_str()),
+            v.get("byte").and_then(|x| x.as_u64()),
+            v.get("end").and_then(|x| x.as_u64()),
+        ) else {
+            break;
+        };
+        if end > rows_len {
+            break;
+        }
+        out.rejected
+            .entry(input.to_owned())
+            .or_default()
+            .insert(byte);
+        out.rows += 1;
+        out.rows_len = end;
+        at += n as u64;
+        out.log_len = at;
+    }
+    Ok(out)
 }
 
 impl RejectFile {
@@ -78,6 +169,52 @@ impl RejectFile {
             written: 0,
             next_seq: 0,
             waiting: BTreeMap::new(),
+            resumed: None,
+        })
+    }
+
+    /// `--resume`: opens `path` and its log to append to what earlier
+    /// runs wrote (`earlier`, from [`earlier`]; anything after it is cut
+    /// off), creating them (mode 0600, no link followed) when missing.
+    /// Each row's log line names `run`.
+    pub fn append(path: &Path, earlier: &Earlier, run: Arc<str>) -> Result<RejectFile> {
+        let open = |p: &Path, keep: u64| -> std::io::Result<File> {
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(p)?;
+            f.set_len(keep)?;
+            f.seek(SeekFrom::Start(keep))?;
+            Ok(f)
+        };
+        let log = log_path(path);
+        let fail = |p: &Path, e: std::io::Error| {
+            Error::new(
+                ErrorKind::Output,
+                format!("cannot open {}: {e}", p.display()),
+            )
+            .with_hint("check that the directory exists and is writable")
+        };
+        let rows = open(path, earlier.rows_len).map_err(|e| fail(path, e))?;
+        let log_file = open(&log, earlier.log_len).map_err(|e| fail(&log, e))?;
+        Ok(RejectFile {
+            path: path.to_owned(),
+            rows: BufWriter::with_capacity(256 * 1024, rows),
+            log: BufWriter::with_capacity(256 * 1024, log_file),
+            prologue: None,
+            epilogue: None,
+            written: 0,
+            next_seq: 0,
+            waiting: BTreeMap::new(),
+            resumed: Some(Resumed {
+                run,
+                earlier_rows: earlier.rows,
+                rows_len: earlier.rows_len,
+                log: Vec::new(),
+            }),
         })
     }
 
@@ -115,7 +252,20 @@ impl RejectFile {
                 self.write(&r)?;
             }
         }
-        Ok(())
+        self.flush_resumed()
+    }
+
+    /// `--resume`: the rows reach the file before their log lines.
+    fn flush_resumed(&mut self) -> Result<()> {
+        let Some(log) = self.resumed.as_mut().map(|r| std::mem::take(&mut r.log)) else {
+            return Ok(());
+        };
+        if log.is_empty() {
+            return Ok(());
+        }
+        self.rows.flush().map_err(|e| self.io_error(e))?;
+        self.log.write_all(&log).map_err(|e| self.io_error(e))?;
+        self.log.flush().map_err(|e| self.io_error(e))
     }
 
     /// Writes whatever is still waiting (chunks after a gap left by a
@@ -126,7 +276,9 @@ impl RejectFile {
                 self.write(&r)?;
             }
         }
-        if self.written > 0 {
+        self.flush_resumed()?;
+        let earlier = self.resumed.as_ref().map_or(0, |r| r.earlier_rows);
+        if self.written + earlier > 0 {
             if let Some(e) = self.epilogue {
                 self.rows.write_all(e).map_err(|e| self.io_error(e))?;
             }
@@ -137,21 +289,43 @@ impl RejectFile {
     }
 
     fn write(&mut self, r: &Reject) -> Result<()> {
-        if self.written == 0 {
+        let earlier = self.resumed.as_ref().map_or(0, |r| r.earlier_rows);
+        if self.written == 0 && earlier == 0 {
             if let Some(p) = self.prologue.take() {
                 self.rows.write_all(&p).map_err(|e| self.io_error(e))?;
+                self.grow(p.len());
             }
         }
         self.rows.write_all(&r.raw).map_err(|e| self.io_error(e))?;
+        self.grow(r.raw.len());
         // A last row without its newline gets one, so that rows written
         // after it stay separate rows.
         if self.epilogue.is_none() && !r.raw.ends_with(b"\n") {
             self.rows.write_all(b"\n").map_err(|e| self.io_error(e))?;
+            self.grow(1);
+        }
+        self.written += 1;
+        if let Some(resumed) = self.resumed.as_mut() {
+            let line = LogLine {
+                run: &resumed.run,
+                end: resumed.rows_len,
+                at: &r.at,
+            };
+            serde_json::to_writer(&mut resumed.log, &line)
+                .map_err(|e| Error::bug(e.to_string()))?;
+            resumed.log.push(b'\n');
+            return Ok(());
         }
         let json = serde_json::to_string(&r.at).map_err(|e| Error::bug(e.to_string()))?;
         writeln!(self.log, "{json}").map_err(|e| self.io_error(e))?;
-        self.written += 1;
         Ok(())
+    }
+
+    /// Counts `n` bytes written to the rows file (`--resume`).
+    fn grow(&mut self, n: usize) {
+        if let Some(r) = self.resumed.as_mut() {
+            r.rows_len += n as u64;
+        }
     }
 
     fn io_error(&self, e: std::io::Error) -> Error {

@@ -1,0 +1,602 @@
+//! `--resume`: the ledger of committed byte ranges, `pgtide.ledger` in the
+//! target database.
+//!
+//! Every chunk (and, while bad rows are isolated, every committed part of
+//! one) inserts one ledger row **in its own transaction**, after its rows
+//! and before `COMMIT` (`method::Loader::load` calls [`record`] for a
+//! loader that carries a [`Mark`]). So a range is in the ledger exactly
+//! when its rows are committed: a kill, a lost connection or a crash at
+//! any moment leaves both or neither, and a `COMMIT` whose answer was lost
+//! is settled by `txid_status` for both at once.
+//!
+//! A row names the input's identity (canonical path, size on disk, a
+//! SHA-256 of its first and last MiB, or of the whole file with
+//! `--resume=strict`), the table (name and OID), the format options, and
+//! the byte range `[first_byte, end_byte)` of the decompressed input. A
+//! resumed run reads the committed ranges of each input ([`prepare`]),
+//! refuses a file, table or options that differ (saying what differs), and
+//! its reader skips every record inside them, cutting the rest at record
+//! boundaries again: record boundaries are the same whatever the chunk
+//! size, so a resume may use another `--workers` or `--chunk-bytes`.
+//! Rejected rows are not in the ledger: the reject file's log says which
+//! records were rejected, and a resumed run skips those (`reject`).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio_postgres::Client;
+
+use crate::batch::Batch;
+use crate::error::{Error, Result};
+
+/// The schema and table of the ledger.
+pub const LEDGER_TABLE: &str = "pgtide.ledger";
+
+/// Created on first use. `run` names the pgtide run that committed the
+/// range (as in the reject log); `rows` is the server's row count.
+const CREATE_SQL: &str = "
+CREATE SCHEMA IF NOT EXISTS pgtide;
+CREATE TABLE IF NOT EXISTS pgtide.ledger (
+    input        text        NOT NULL,
+    size         bigint      NOT NULL,
+    fingerprint  text        NOT NULL,
+    table_name   text        NOT NULL,
+    table_oid    oid         NOT NULL,
+    options      text        NOT NULL,
+    first_byte   bigint      NOT NULL,
+    end_byte     bigint      NOT NULL,
+    rows         bigint      NOT NULL,
+    run          text        NOT NULL,
+    committed_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX IF NOT EXISTS ledger_input ON pgtide.ledger (input);
+COMMENT ON TABLE pgtide.ledger IS
+    'pgtide load --resume: byte ranges committed, one row per chunk, written in the chunk''s transaction';
+";
+
+const INSERT_SQL: &str = "INSERT INTO pgtide.ledger \
+    (input, size, fingerprint, table_name, table_oid, options, first_byte, end_byte, rows, run) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+
+/// Bytes at each end of a file that `--resume` fingerprints.
+const EDGE: u64 = 1 << 20;
+
+/// How an input is recognised on resume (`--resume[=strict]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResumeMode {
+    /// Path, size and a SHA-256 of the first and last MiB.
+    Edges,
+    /// Path, size and a SHA-256 of the whole file (read once more).
+    Strict,
+}
+
+/// One input as the ledger knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// Canonical path.
+    pub path: String,
+    /// Size on disk (compressed size for gzip/zstd).
+    pub size: i64,
+    /// `edges:<sha256>` or `full:<sha256>`.
+    pub fingerprint: String,
+    /// The table, as resolved (`schema.name`).
+    pub table: String,
+    /// The table's OID: a table dropped and made again is another table.
+    pub table_oid: u32,
+    /// The format options (JSON), compared field by field.
+    pub options: String,
+}
+
+/// Byte ranges `[first, end)` of a decompressed input, sorted, merged.
+pub type Ranges = Vec<(u64, u64)>;
+
+/// What a resumed run skips, per input as named on the command line.
+#[derive(Debug, Default)]
+pub struct Resume {
+    /// This run's name, written to the ledger and the reject log.
+    pub run: Arc<str>,
+    /// Per input (as given): its identity and its committed ranges,
+    /// sorted and merged.
+    pub inputs: BTreeMap<String, (Arc<Identity>, Ranges)>,
+    /// Earlier runs' ledger rows found (0: a fresh load).
+    pub entries: u64,
+    /// Records earlier runs rejected (byte offsets per input as named),
+    /// from the reject file's log (`reject::earlier`).
+    pub rejected: BTreeMap<String, std::collections::BTreeSet<u64>>,
+    /// Notes for the summary.
+    pub notes: Vec<String>,
+}
+
+impl Resume {
+    /// The committed ranges of `input`.
+    pub fn committed(&self, input: &str) -> &[(u64, u64)] {
+        self.inputs.get(input).map_or(&[], |(_, r)| r.as_slice())
+    }
+
+    /// The mark a worker puts on its loader for `chunk`.
+    pub fn mark(&self, input: &str, origin: &Bytes, first_byte: u64) -> Option<Mark> {
+        let (id, _) = self.inputs.get(input)?;
+        Some(Mark {
+            id: id.clone(),
+            run: self.run.clone(),
+            origin: origin.clone(),
+            first_byte,
+        })
+    }
+}
+
+/// A loader's ledger entry to come: the chunk being loaded (`origin`, its
+/// offset `first_byte` in the decompressed input). Each batch committed
+/// while the mark is on records the bytes it holds (a batch is always
+/// `origin` or a slice of it, as isolation sends).
+#[derive(Debug, Clone)]
+pub struct Mark {
+    id: Arc<Identity>,
+    run: Arc<str>,
+    origin: Bytes,
+    first_byte: u64,
+}
+
+/// Inserts the ledger row for `batch` in the open transaction (called by
+/// `Loader::load` after the batch's statements, before `COMMIT`). A batch
+/// that is not inside the mark's chunk cannot be placed: nothing is
+/// recorded and the returned error (a bug) stops the load.
+pub(super) async fn record(
+    client: &Client,
+    mark: &Mark,
+    batch: &Batch,
+    rows: u64,
+) -> std::result::Result<Option<Error>, tokio_postgres::Error> {
+    let base = mark.origin.as_ptr() as usize;
+    let at = (batch.data.as_ptr() as usize).wrapping_sub(base);
+    let len = batch.data.len();
+    if len == 0 || at > mark.origin.len() || mark.origin.len() - at < len {
+        return Ok(Some(Error::bug(format!(
+            "{}: a batch of {} records is not inside its chunk; it is committed but not \
+             in the ledger, so --resume would load it again",
+            mark.id.path, batch.records
+        ))));
+    }
+    let first = (mark.first_byte + at as u64) as i64;
+    let end = first + len as i64;
+    let id = &mark.id;
+    client
+        .execute(
+            INSERT_SQL,
+            &[
+                &id.path,
+                &id.size,
+                &id.fingerprint,
+                &id.table,
+                &id.table_oid,
+                &id.options,
+                &first,
+                &end,
+                &(rows as i64),
+                &mark.run.as_ref(),
+            ],
+        )
+        .await?;
+    Ok(None)
+}
+
+/// Creates the ledger if needed (serialised by an advisory lock, so two
+/// first loads at once do not collide).
+pub async fn ensure(client: &Client) -> Result<()> {
+    client
+        .batch_execute(&format!(
+            "BEGIN; SELECT pg_advisory_xact_lock(hashtext('pgtide.ledger')); {CREATE_SQL} COMMIT"
+        ))
+        .await
+        .map_err(|e| {
+            Error::from(e).with_hint(
+                "--resume keeps its ledger in schema pgtide of the target database: the user \
+                 needs CREATE on the database the first time (or create it: see the README)",
+            )
+        })
+}
+
+/// The format options as the ledger compares them.
+pub fn describe_options(copy: &crate::copyopts::CopyOptions, columns: &[String]) -> String {
+    let byte = |b: Option<u8>| b.map(|b| (b as char).to_string());
+    serde_json::json!({
+        "format": copy.format.to_string(),
+        "header": format!("{:?}", copy.header).to_lowercase(),
+        "delimiter": byte(copy.delimiter),
+        "quote": byte(copy.quote),
+        "escape": byte(copy.escape),
+        "null": copy.null,
+        "force_null": copy.force_null,
+        "force_not_null": copy.force_not_null,
+        "encoding": copy.encoding,
+        "columns": columns,
+    })
+    .to_string()
+}
+
+/// Reads the ledger for `inputs` (names as given) loading into `table`:
+/// each input's identity is checked against what the ledger recorded
+/// (another file, table or options: an error saying what differs), and
+/// its committed ranges are returned. Creates the ledger on first use.
+pub async fn prepare(
+    client: &Client,
+    inputs: &[String],
+    mode: ResumeMode,
+    table: (&str, u32),
+    options: &str,
+) -> Result<Resume> {
+    ensure(client).await?;
+    let mut out = Resume {
+        run: run_name().into(),
+        ..Resume::default()
+    };
+    for input in inputs {
+        if input == "-" {
+            return Err(stdin_refused());
+        }
+        let path = std::fs::canonicalize(input)
+            .map_err(|e| Error::read(input, e))?
+            .to_string_lossy()
+            .into_owned();
+        let rows = client
+            .query(
+                "SELECT size, fingerprint, table_name, table_oid, options, first_byte, end_byte \
+                 FROM pgtide.ledger WHERE input = $1 ORDER BY first_byte",
+                &[&path],
+            )
+            .await?;
+        let stored_full = rows
+            .iter()
+            .any(|r| r.get::<_, String>(1).starts_with("full:"));
+        let full = mode == ResumeMode::Strict || stored_full;
+        if mode == ResumeMode::Strict && !rows.is_empty() && !stored_full {
+            out.notes.push(format!(
+                "{input}: the ledger's entries were written without --resume=strict; the file \
+                 was recognised by its size and first and last MiB"
+            ));
+        }
+        let (size, fingerprint) =
+            fingerprint(input, full && (rows.is_empty() || stored_full)).await?;
+        let id = Identity {
+            path,
+            size,
+            fingerprint,
+            table: table.0.to_owned(),
+            table_oid: table.1,
+            options: options.to_owned(),
+        };
+        let mut ranges = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let stored = Identity {
+                path: id.path.clone(),
+                size: r.get(0),
+                fingerprint: r.get(1),
+                table: r.get(2),
+                table_oid: r.get(3),
+                options: r.get(4),
+            };
+            if stored != id {
+                return Err(mismatch(input, &stored, &id));
+            }
+            ranges.push((r.get::<_, i64>(5) as u64, r.get::<_, i64>(6) as u64));
+        }
+        out.entries += rows.len() as u64;
+        out.inputs
+            .insert(input.clone(), (Arc::new(id), merge(ranges)));
+    }
+    Ok(out)
+}
+
+/// `--resume` cannot skip what it cannot read again.
+pub fn stdin_refused() -> Error {
+    Error::config("--resume cannot read stdin (-): a resumed run reads the input again from its start to skip what is committed")
+        .with_hint("save the input to a file and load the file with --resume")
+}
+
+/// Sorted ranges merged where they touch or overlap.
+fn merge(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    ranges.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    for (a, b) in ranges {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// The error for an input whose ledger entries say another file, table
+/// or options.
+fn mismatch(input: &str, stored: &Identity, now: &Identity) -> Error {
+    let mut what = Vec::new();
+    if stored.size != now.size {
+        what.push(format!(
+            "its size was {} bytes, it is {} now",
+            stored.size, now.size
+        ));
+    } else if stored.fingerprint != now.fingerprint {
+        what.push("its content changed (the fingerprint of its first and last MiB, or of the whole file with --resume=strict, differs)".to_owned());
+    }
+    if stored.table != now.table {
+        what.push(format!(
+            "it was loaded into {}, not {}",
+            stored.table, now.table
+        ));
+    } else if stored.table_oid != now.table_oid {
+        what.push(format!(
+            "table {} was dropped and created again since (OID {} then, {} now)",
+            now.table, stored.table_oid, now.table_oid
+        ));
+    }
+    if stored.options != now.options {
+        what.push(options_diff(&stored.options, &now.options));
+    }
+    Error::config(format!(
+        "--resume: {input} is not the load the ledger ({LEDGER_TABLE}) recorded: {}",
+        what.join("; ")
+    ))
+    .with_hint(format!(
+        "resume with the same file, table and options; or, to load it afresh, clear its \
+         entries with `pgtide ledger forget {input}` (its committed rows stay in {})",
+        stored.table
+    ))
+}
+
+/// Which format options differ, by name.
+fn options_diff(stored: &str, now: &str) -> String {
+    let parse = |s: &str| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(s);
+    let (Ok(a), Ok(b)) = (parse(stored), parse(now)) else {
+        return format!("the options were {stored}, they are {now}");
+    };
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let diffs: Vec<String> = keys
+        .into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| {
+            let show = |v: Option<&serde_json::Value>| v.map_or("-".to_owned(), |v| v.to_string());
+            format!("{k} was {}, is {}", show(a.get(k)), show(b.get(k)))
+        })
+        .collect();
+    format!("other format options ({})", diffs.join(", "))
+}
+
+/// This run's name: start time and process id.
+fn run_name() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    format!(
+        "{}.{:03}-{}",
+        now.as_secs(),
+        now.subsec_millis(),
+        std::process::id()
+    )
+}
+
+/// Size on disk and fingerprint of `input`: SHA-256 over the size and the
+/// first and last MiB, or over the whole file (`full`).
+async fn fingerprint(input: &str, full: bool) -> Result<(i64, String)> {
+    let name = input.to_owned();
+    let work = move || -> std::io::Result<(i64, String)> {
+        let mut f = std::fs::File::open(&name)?;
+        let size = f.metadata()?.len();
+        let mut h = openssl::sha::Sha256::new();
+        h.update(&size.to_le_bytes());
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut hash_range = |f: &mut std::fs::File, from: u64, len: u64| -> std::io::Result<()> {
+            f.seek(SeekFrom::Start(from))?;
+            let mut left = len;
+            while left > 0 {
+                let want = buf.len().min(left as usize);
+                let n = f.read(&mut buf[..want])?;
+                if n == 0 {
+                    break;
+                }
+                h.update(&buf[..n]);
+                left -= n as u64;
+            }
+            Ok(())
+        };
+        let kind = if full || size <= 2 * EDGE {
+            hash_range(&mut f, 0, size)?;
+            if full {
+                "full"
+            } else {
+                "edges"
+            }
+        } else {
+            hash_range(&mut f, 0, EDGE)?;
+            hash_range(&mut f, size - EDGE, EDGE)?;
+            "edges"
+        };
+        let hex: String = h.finish().iter().map(|b| format!("{b:02x}")).collect();
+        Ok((size as i64, format!("{kind}:{hex}")))
+    };
+    let input = input.to_owned();
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| Error::bug(format!("the fingerprint task failed: {e}")))?
+        .map_err(|e| Error::read(&input, e))
+}
+
+/// One load in the ledger, for `pgtide ledger list`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Entry {
+    /// Canonical input path.
+    pub input: String,
+    /// The table.
+    pub table: String,
+    /// Size on disk when recorded.
+    pub size: i64,
+    /// Decompressed bytes committed.
+    pub bytes_committed: i64,
+    /// Rows committed.
+    pub rows: i64,
+    /// Ledger rows (committed ranges).
+    pub ranges: i64,
+    /// Runs that committed something.
+    pub runs: i64,
+    /// When the last range was committed.
+    pub last_commit: String,
+}
+
+/// Every load in the ledger (none when there is no ledger yet).
+pub async fn list(client: &Client) -> Result<Vec<Entry>> {
+    if !exists(client).await? {
+        return Ok(Vec::new());
+    }
+    let rows = client
+        .query(
+            "SELECT input, table_name, max(size), sum(end_byte - first_byte)::bigint, \
+             sum(rows)::bigint, count(*), count(DISTINCT run), max(committed_at)::text \
+             FROM pgtide.ledger GROUP BY input, table_name ORDER BY input, table_name",
+            &[],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| Entry {
+            input: r.get(0),
+            table: r.get(1),
+            size: r.get(2),
+            bytes_committed: r.get(3),
+            rows: r.get(4),
+            ranges: r.get(5),
+            runs: r.get(6),
+            last_commit: r.get(7),
+        })
+        .collect())
+}
+
+/// Clears the ledger entries of `input` (a path: canonicalised when it
+/// exists; `None`: every input) and, when given, of that table only
+/// (`schema.name`, or a name matched in any schema). Returns the ledger
+/// rows deleted. The loaded rows are not touched.
+pub async fn forget(client: &Client, input: Option<&str>, table: Option<&str>) -> Result<u64> {
+    if !exists(client).await? {
+        return Ok(0);
+    }
+    let path = input.map(|i| {
+        std::fs::canonicalize(i).map_or_else(|_| i.to_owned(), |p| p.to_string_lossy().into_owned())
+    });
+    let n = client
+        .execute(
+            "DELETE FROM pgtide.ledger WHERE ($1::text IS NULL OR input = $1) \
+             AND ($2::text IS NULL OR table_name = $2 \
+                  OR right(table_name, length($2) + 1) = '.' || $2)",
+            &[&path, &table],
+        )
+        .await?;
+    Ok(n)
+}
+
+async fn exists(client: &Client) -> Result<bool> {
+    let row = client
+        .query_one("SELECT to_regclass('pgtide.ledger') IS NOT NULL", &[])
+        .await?;
+    Ok(row.get(0))
+}
+
+/// What of `chunk` a resumed run still has to load: the runs of records
+/// neither inside a `committed` range nor `rejected` (record offsets) by
+/// an earlier run, each as its own chunk (sequence numbers are the
+/// caller's), and the records skipped. A range that ends inside a record
+/// means the ledger does not describe this input: an error.
+pub(super) fn unfinished(
+    chunk: crate::chunk::Chunk,
+    committed: &[(u64, u64)],
+    rejected: Option<&std::collections::BTreeSet<u64>>,
+    dialect: &copyfmt::scan::Dialect,
+) -> Result<(Vec<crate::chunk::Chunk>, u64)> {
+    let start = chunk.first_byte;
+    let end = start + chunk.data.len() as u64;
+    // The committed range that holds `at`, if any.
+    let holding = |at: u64| {
+        let i = committed.partition_point(|r| r.1 <= at);
+        committed.get(i).filter(|r| r.0 <= at)
+    };
+    let rejected_here = rejected.is_some_and(|r| r.range(start..end).next().is_some());
+    if let Some(r) = holding(start) {
+        if r.1 >= end {
+            return Ok((Vec::new(), chunk.records));
+        }
+    }
+    let i = committed.partition_point(|r| r.1 <= start);
+    let overlaps = committed.get(i).is_some_and(|r| r.0 < end);
+    if !overlaps && !rejected_here {
+        return Ok((vec![chunk], 0));
+    }
+    let binary = dialect.format == copyfmt::scan::Format::Binary;
+    let spans: Vec<_> = copyfmt::scan::records_with(dialect, chunk.eol, &chunk.data).collect();
+    let done: Vec<bool> = spans
+        .iter()
+        .map(|s| {
+            let (a, b) = (start + s.start as u64, start + s.end as u64);
+            if rejected.is_some_and(|r| r.contains(&a)) {
+                return Ok(true);
+            }
+            match holding(a) {
+                Some(r) if r.1 >= b => Ok(true),
+                Some(_) => Err(()),
+                None => match committed.get(committed.partition_point(|r| r.1 <= a)) {
+                    Some(r) if r.0 < b => Err(()),
+                    _ => Ok(false),
+                },
+            }
+        })
+        .collect::<std::result::Result<_, ()>>()
+        .map_err(|()| {
+            Error::config(format!(
+                "--resume: {}: a range in the ledger ends inside a record near byte {start}",
+                chunk.input
+            ))
+            .with_hint(
+                "the ledger does not describe this file as it reads now: `pgtide ledger forget` it",
+            )
+        })?;
+    let line_of = |i: usize| match spans.get(i) {
+        Some(s) if !binary => s.line,
+        Some(_) => i as u64,
+        None => chunk.lines,
+    };
+    let mut pieces = Vec::new();
+    let mut skipped = 0;
+    let mut i = 0;
+    while i < spans.len() {
+        if done[i] {
+            skipped += 1;
+            i += 1;
+            continue;
+        }
+        let lo = i;
+        while i < spans.len() && !done[i] {
+            i += 1;
+        }
+        let (a, b) = (spans[lo].start, spans[i - 1].end);
+        pieces.push(crate::chunk::Chunk {
+            seq: chunk.seq,
+            input: chunk.input.clone(),
+            data: chunk.data.slice(a..b),
+            first_line: chunk.first_line + line_of(lo),
+            first_record: chunk.first_record + lo as u64,
+            first_byte: start + a as u64,
+            records: (i - lo) as u64,
+            lines: if binary {
+                (i - lo) as u64
+            } else {
+                line_of(i) - line_of(lo)
+            },
+            eol: chunk.eol,
+            eol_errors: spans[lo..i]
+                .iter()
+                .filter(|s| s.eol_error.is_some())
+                .count() as u64,
+        });
+    }
+    Ok((pieces, skipped))
+}
