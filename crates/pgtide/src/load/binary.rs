@@ -30,11 +30,11 @@ use futures_util::SinkExt;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::copy::{copy_bytes, Framing};
+use super::setup::is_utf8_name;
 use super::spec::{record_at_line, LoaderSpec, MethodSetup};
 use crate::batch::{Batch, BatchError};
-use crate::failure::parse_context;
-use super::setup::is_utf8_name;
 use crate::error::Result;
+use crate::failure::parse_context;
 
 /// The settings of one session that the encoders depend on.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -32,9 +32,9 @@ use tokio_postgres::types::{to_sql_checked, Format, IsNull, ToSql, Type};
 use tokio_postgres::{Client, Statement};
 
 use super::copy::copy_bytes;
+use super::pipeline::{drive, Cost, Window, PIPELINE_WINDOW};
 use super::spec::{LoaderSpec, Method, MethodSetup};
 use crate::batch::{Batch, BatchError};
-use super::pipeline::{drive, Cost, Window, PIPELINE_WINDOW};
 use crate::copyopts::CopyFormat;
 use crate::error::{Error, Result};
 

@@ -43,4 +43,3 @@ pub(super) fn last_line(chunk: &Chunk) -> u64 {
     let lines = chunk.lines.max(chunk.records);
     chunk.first_line + lines.saturating_sub(1)
 }
-

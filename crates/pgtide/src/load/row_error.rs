@@ -64,4 +64,3 @@ pub(super) fn show_row(raw: &[u8]) -> String {
     }
     format!("{out:?}")
 }
-

@@ -19,10 +19,10 @@ use tokio_postgres::{Client, Statement};
 use super::insert::{
     copy_one, params_bytes, parse, rows, statement_sql, values_rows, Row, Statements, TextParam,
 };
+use super::pipeline::{drive, Cost, Window, PIPELINE_WINDOW};
 use super::spec::LoaderSpec;
 use super::step::rollback_in_step;
 use crate::batch::{Batch, BatchError};
-use super::pipeline::{drive, Cost, Window, PIPELINE_WINDOW};
 
 /// `values` statements in flight: enough to overlap the client's
 /// splitting with the server's inserting; bytes as for `pipeline` (a
