@@ -3,8 +3,9 @@
 //!
 //! Every chunk (and, while bad rows are isolated, every committed part of
 //! one) inserts one ledger row **in its own transaction**, after its rows
-//! and before `COMMIT` (`method::Loader::load` calls [`record`] for a
-//! loader that carries a [`Mark`]). So a range is in the ledger exactly
+//! and before `COMMIT` (the loader's `run`, used by `Loader::load` and by
+//! isolation's attempts, calls `record` for a loader that carries a
+//! [`Mark`]). So a range is in the ledger exactly
 //! when its rows are committed: a kill, a lost connection or a crash at
 //! any moment leaves both or neither, and a `COMMIT` whose answer was lost
 //! is settled by `txid_status` for both at once.
