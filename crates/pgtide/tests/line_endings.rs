@@ -24,13 +24,26 @@ async fn load_with_rejects(
     chunk: usize,
     header: Header,
 ) -> (Report, Vec<(u64, String)>) {
+    load_format_with_rejects(db, table, CopyFormat::Csv, data, workers, chunk, header).await
+}
+
+/// [`load_with_rejects`] in any format.
+async fn load_format_with_rejects(
+    db: &Db,
+    table: &str,
+    format: CopyFormat,
+    data: &[u8],
+    workers: usize,
+    chunk: usize,
+    header: Header,
+) -> (Report, Vec<(u64, String)>) {
     let file = db.file(data, Compress::None);
     let dir = tempfile::tempdir().unwrap();
     let rejects = dir.path().join("r.csv");
     let mut o = LoadOptions::new(
         vec![file.to_string_lossy().into_owned()],
         QualifiedName::parse(table).unwrap(),
-        CopyFormat::Csv,
+        format,
     );
     o.copy.header = header;
     o.workers = workers;
@@ -289,18 +302,9 @@ async fn a_mid_row_end_marker_follows_the_servers_version() {
             .batch_execute(&format!("CREATE TABLE {table} (id int, v text)"))
             .await
             .unwrap();
-        let file = db.file(data, Compress::None);
-        let dir = tempfile::tempdir().unwrap();
-        let mut o = LoadOptions::new(
-            vec![file.to_string_lossy().into_owned()],
-            QualifiedName::parse(&table).unwrap(),
-            CopyFormat::Text,
-        );
-        o.chunk_bytes = chunk;
-        o.rejects = Some(dir.path().join("r.txt"));
-        let report = load::run(&db.target, &o, Arc::new(Progress::new(1)))
-            .await
-            .expect("load starts");
+        let (report, _) =
+            load_format_with_rejects(&db, &table, CopyFormat::Text, data, 1, chunk, Header::None)
+                .await;
         assert!(report.failure.is_none(), "{:?}", report.failure);
         if db.cluster.bin().version() >= 18 {
             assert_eq!((report.rows_loaded, report.rows_rejected), (2, 1));
