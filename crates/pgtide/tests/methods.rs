@@ -554,3 +554,26 @@ async fn binary_input_with_insert_methods() {
         }
     }
 }
+
+/// Issue 11 part 2: the report names the method that ran, and the one
+/// asked for: binary input asked to go by `--method binary` is already
+/// binary COPY, so `copy` ran.
+#[tokio::test]
+async fn the_report_names_the_method_that_ran() {
+    let db = Db::start().await;
+    let file = db
+        .server_binary_file("SELECT g FROM generate_series(1, 10) g")
+        .await;
+    let report = db
+        .load_report(&Case::new("a int", CopyFormat::Binary, &file).method(Method::Binary))
+        .await;
+    assert!(report.failure.is_none(), "{:?}", report.failure);
+    assert_eq!((report.method, report.method_requested), ("copy", "binary"));
+    let report = db
+        .load_report(&Case::new("a int, b text", CopyFormat::Csv, b"1,x\n").method(Method::Values))
+        .await;
+    assert_eq!(
+        (report.method, report.method_requested),
+        ("values", "values")
+    );
+}

@@ -63,7 +63,10 @@ impl LoaderSpec {
         match self.method {
             Method::Copy => {}
             Method::Binary if setup.format == CopyFormat::Binary => {
-                // Binary input is already in binary COPY format.
+                notes.push(
+                    "--method binary: the input is binary COPY already; sent as it is (method copy)"
+                        .to_owned(),
+                );
                 self.method = Method::Copy;
             }
             Method::Binary => {

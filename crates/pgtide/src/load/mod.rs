@@ -172,8 +172,13 @@ pub struct Report {
     pub seconds: f64,
     /// Connections used.
     pub workers: usize,
-    /// Load method.
+    /// The load method that ran. It differs from the one asked for only
+    /// when that one cannot load this input exactly (`--method binary`
+    /// for a column type without a safe binary form, or for binary
+    /// input): `method_requested` and a note then say so.
     pub method: &'static str,
+    /// The `--method` asked for.
+    pub method_requested: &'static str,
     /// `server_version` of the target.
     pub server_version: String,
     /// Chunks committed.
@@ -330,7 +335,8 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         bytes: outcome.bytes,
         seconds: start.elapsed().as_secs_f64(),
         workers: opts.workers,
-        method: opts.method.name(),
+        method: outcome.method.name(),
+        method_requested: opts.method.name(),
         server_version,
         chunks: outcome.chunks,
         table: table.name.to_string(),

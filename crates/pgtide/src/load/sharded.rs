@@ -401,6 +401,7 @@ pub async fn run(
         seconds: start.elapsed().as_secs_f64(),
         workers: opts.workers,
         method: opts.method.name(),
+        method_requested: opts.method.name(),
         server_version,
         chunks: ledger.chunks,
         table: table.name.to_string(),

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use super::copy::Framing;
-use super::method::{new_loader, LoaderSpec};
+use super::method::{new_loader, LoaderSpec, Method};
 use super::outcome::{Done, Shared};
 pub(super) use super::plan::Plan;
 use super::reader::{read_all, ReadStats};
@@ -27,6 +27,9 @@ use crate::reject::RejectFile;
 
 /// What the pool did.
 pub(super) struct Outcome {
+    /// The method the loaders ran: the one asked for, unless its checks
+    /// chose another (a note then says why).
+    pub method: Method,
     pub rows_read: u64,
     pub rows_loaded: u64,
     pub rows_rejected: u64,
@@ -116,7 +119,7 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         }
     }
     let read = reader_join(reader)?;
-    let mut outcome = summarize(shared, read);
+    let mut outcome = summarize(shared, read, spec.method);
     outcome.notes.splice(0..0, method_notes);
     Ok(outcome)
 }
@@ -181,7 +184,7 @@ fn reader_error(read: Result<ReadStats>) -> Error {
     }
 }
 
-fn summarize(shared: Arc<Mutex<Shared>>, read: ReadStats) -> Outcome {
+fn summarize(shared: Arc<Mutex<Shared>>, read: ReadStats, method: Method) -> Outcome {
     let mut s = std::mem::take(&mut *shared.lock().expect("worker state lock"));
     s.done.sort_by_key(|d| (d.seq, d.first_line));
     s.failed.sort_by_key(|f| f.seq);
@@ -207,6 +210,7 @@ fn summarize(shared: Arc<Mutex<Shared>>, read: ReadStats) -> Outcome {
         }
     }
     Outcome {
+        method,
         rows_read,
         rows_loaded: s.loaded,
         rows_rejected,
