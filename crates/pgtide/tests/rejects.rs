@@ -300,3 +300,188 @@ async fn max_rejects_stops_with_its_own_error_and_the_reject_file_is_reloadable(
         .replace(['x', 'y', 'z'], "0");
     assert_eq!(fixed, "0,b\n0,d\n0,f\n");
 }
+
+/// One error class of [`corpus`] for [`pipeline_windows`]: rows that must
+/// come first (good), the bad row, its SQLSTATE. `{id}` and `{id2}` are
+/// replaced by ids unique to the file, `{r}` by a range unique to it.
+fn window_classes() -> Vec<(Vec<&'static str>, &'static str, &'static str)> {
+    vec![
+        (vec![], "{id},1,ok", "22P04"),
+        (vec![], "{id},1,ok,,,,,,extra", "22P04"),
+        (vec![], "{id},x,ok,,,,,", "22P02"),
+        (vec![], "{id},1,ok,2024-13-45,,,,", "22008"),
+        (vec![], "{id},1,ok,,not-a-uuid,,,", "22P02"),
+        (vec![], "{id},1,ok,,,{bad json,,", "22P02"),
+        (vec![], "{id},99999999999,ok,,,,,", "22003"),
+        (vec![], "{id},1,toolong,,,,,", "22001"),
+        (vec![], "{id},,ok,,,,,", "23502"),
+        (vec![], "{id},-1,ok,,,,,", "23514"),
+        (vec![], "1000,1,ok,,,,,", "23505"),
+        (vec!["{id2},1,ok,,,,,"], "{id2},2,dup,,,,,", "23505"),
+        (vec![], "{id},1,ok,,,,99,", "23503"),
+        (
+            vec!["{id2},1,ok,,,,,\"[{r}1,{r}5)\""],
+            "{id},1,ok,,,,,\"[{r}3,{r}8)\"",
+            "23P01",
+        ),
+        (vec![], "{id},1,boom,,,,,", "P0001"),
+        (vec![], "{id},1,late,,,,,", "P0002"),
+        (vec![], "{id},1,\"multi\nline\",,,,,", "22001"),
+        (vec![], "{id},1,ok\u{0},,,,,", "22021"),
+        (vec![], "{id},1,ok,2024-02-30,,,,", "22008"),
+        (vec![], "{id},1,o\u{fffd}k,,,,,", "22021"),
+    ]
+}
+
+/// Rows per Sync window of `--method pipeline` (`load::wire`).
+const WINDOW: usize = 256;
+
+/// A file of `rows` records (after the header) whose record `at` is the
+/// bad row of each `(at, class)`, the classes' good prerequisites in the
+/// first rows, filler elsewhere; file `f` gets its own ids and ranges.
+/// Returns the bytes, the bad (line, SQLSTATE) and the good row count.
+fn window_file(
+    f: usize,
+    rows: usize,
+    bad: &[(usize, usize)],
+) -> (Vec<u8>, Vec<(u64, String)>, u64) {
+    let classes = window_classes();
+    let fill = |s: &str, k: usize| {
+        s.replace("{id2}", &(f * 100_000 + 50_000 + k).to_string())
+            .replace("{id}", &(f * 100_000 + 60_000 + k).to_string())
+            .replace("{r}", &format!("{}", f * 10 + 1))
+    };
+    let mut records: Vec<(String, Option<&str>)> = (0..rows)
+        .map(|i| (format!("{},{i},ok,,,,,", f * 100_000 + i), None))
+        .collect();
+    // Record 0 may be a bad row itself.
+    let mut pre = 1;
+    for &(at, class) in bad {
+        let (needs, row, code) = &classes[class];
+        for n in needs {
+            assert!(
+                pre < at && pre < WINDOW / 4,
+                "prerequisites before the bad rows"
+            );
+            records[pre] = (fill(n, class), None);
+            pre += 1;
+        }
+        records[at] = (fill(row, class), Some(*code));
+    }
+    let mut data = b"id,n,s,d,u,j,p,r\n".to_vec();
+    let (mut line, mut want, mut good) = (2u64, Vec::new(), 0u64);
+    for (row, code) in records {
+        // The replacement character stands for invalid UTF-8.
+        data.extend_from_slice(&row.as_bytes().iter().fold(Vec::new(), |mut v, &b| {
+            v.push(b);
+            if v.ends_with("\u{fffd}".as_bytes()) {
+                v.truncate(v.len() - 3);
+                v.push(0xff);
+            }
+            v
+        }));
+        data.push(b'\n');
+        match code {
+            Some(c) => want.push((line, c.to_owned())),
+            None => good += 1,
+        }
+        line += 1 + row.matches('\n').count() as u64;
+    }
+    (data, want, good)
+}
+
+/// `--method pipeline` sends a batch in windows of [`WINDOW`] rows under
+/// one Sync; after an error the server skips to the Sync, so the failing
+/// row must be named exactly and the rows after it in the window loaded
+/// again by isolation. Every error class fails as the first, a middle and
+/// the last statement of a window (one file each, so each is its own
+/// batch), then all classes fail in one window; workers 1 and 3.
+#[tokio::test]
+async fn pipeline_window_errors_at_every_position() {
+    let db = Db::start().await;
+    db.client.batch_execute(SCHEMA).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rows = 2 * WINDOW + 40;
+    let positions = [WINDOW, WINDOW + WINDOW / 2, 2 * WINDOW - 1];
+    // (name, per file: (record, class) of its bad rows)
+    type Case = (String, Vec<Vec<(usize, usize)>>);
+    let mut cases: Vec<Case> = (0..window_classes().len())
+        .map(|c| {
+            let files = positions.iter().map(|&at| vec![(at, c)]).collect();
+            (format!("class {}", window_classes()[c].2), files)
+        })
+        .collect();
+    // Several in one window: every class, a few rows apart, then again
+    // in the next window at its first and last statements.
+    let n = window_classes().len();
+    let several: Vec<(usize, usize)> = (0..n).map(|c| (WINDOW + 1 + c * 12, c)).collect();
+    let edges = vec![
+        (2 * WINDOW, 2),
+        (2 * WINDOW + 39, 12),
+        (WINDOW - 1, 13),
+        (0, 7),
+    ];
+    cases.push(("several".into(), vec![several, edges]));
+    let mut t = 0;
+    for (name, files) in &cases {
+        for workers in [1, 3] {
+            t += 1;
+            let table = format!("w{t}");
+            db.client.batch_execute(&table_sql(&table)).await.unwrap();
+            let mut paths = Vec::new();
+            let mut want = Vec::new();
+            let mut good = 0;
+            for (f, bad) in files.iter().enumerate() {
+                let (data, bad_lines, g) = window_file(f, rows, bad);
+                let path = dir.path().join(format!("{table}_{f}.csv"));
+                std::fs::write(&path, data).unwrap();
+                for (line, code) in bad_lines {
+                    want.push((path.to_str().unwrap().to_owned(), line, code));
+                }
+                good += g;
+                paths.push(path.to_str().unwrap().to_owned());
+            }
+            let rejects = dir.path().join(format!("{table}.rejects"));
+            let mut o = LoadOptions::new(
+                paths.iter().map(Into::into).collect(),
+                QualifiedName::parse(&table).unwrap(),
+                CopyFormat::Csv,
+            );
+            o.copy.header = Header::Skip;
+            o.workers = workers;
+            o.rejects = Some(rejects.clone());
+            o.method = Method::Pipeline;
+            let report = load::run(&db.target, &o, Arc::new(Progress::new(workers)))
+                .await
+                .expect("load starts");
+            let ctx = format!("{name}, workers {workers}");
+            assert!(report.failure.is_none(), "{ctx}: {:?}", report.failure);
+            assert_eq!(report.rows_loaded, good, "{ctx}");
+            let log = std::fs::read_to_string(pgtide::reject::log_path(&rejects)).unwrap();
+            let mut got: Vec<(String, u64, String)> = log
+                .lines()
+                .map(|l| {
+                    let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                    (
+                        v["input"].as_str().unwrap().to_owned(),
+                        v["line"].as_u64().unwrap(),
+                        v["sqlstate"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect();
+            got.sort();
+            want.sort();
+            assert_eq!(got, want, "{ctx}: rejected rows\n{log}");
+            let count: i64 = db
+                .client
+                .query_one(
+                    &format!("SELECT count(*) FROM {table} WHERE id <> 1000"),
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(count as u64, good, "{ctx}: rows in the table");
+        }
+    }
+}

@@ -12,6 +12,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Config, NoTls};
 
 use super::pgpass::{self, Lookup};
+use super::tap::{Io, TapTls, Tapped, Wire};
 use super::tls::Plan;
 use super::{Endpoint, Target};
 use crate::{Error, ErrorKind, Result};
@@ -29,6 +30,206 @@ pub(crate) async fn connect(target: &Target) -> Result<(Client, Notices)> {
         }
     }
     Err(combine(errors))
+}
+
+/// As [`connect`], on a socket pgtide opens itself, with the [`Wire`] that
+/// lets a raw protocol session use the connection between the client's
+/// requests (see `conn::tap`). The same hosts, TLS plan, fallbacks,
+/// timeouts and errors as [`connect`]; tokio-postgres still does TLS and
+/// authentication (`Config::connect_raw`).
+pub(crate) async fn connect_wire(target: &Target) -> Result<(Client, Notices, Wire)> {
+    let plan = target.tls.plan()?;
+    let mut errors = Vec::new();
+    for endpoint in order(target) {
+        match attempt_wire(target, endpoint, &plan).await {
+            Ok(connected) => return Ok(connected),
+            Err(e) => errors.push(e),
+        }
+    }
+    Err(combine(errors))
+}
+
+/// [`attempt`] over a [`Tapped`] socket.
+async fn attempt_wire(
+    target: &Target,
+    ep: &Endpoint,
+    plan: &Plan,
+) -> Result<(Client, Notices, Wire)> {
+    let (config, passfile_note) = config_for(target, ep);
+    let socket = ep.host.starts_with('/');
+    let plain = |mut c: Config| async move {
+        c.ssl_mode(PgSslMode::Disable);
+        within(target, raw(target, ep, c, None)).await
+    };
+    let result = match plan {
+        _ if socket => plain(config.clone()).await,
+        Plan::Plain => plain(config.clone()).await,
+        Plan::Tls {
+            connector,
+            fallback,
+        } => {
+            let mut c = config.clone();
+            c.ssl_mode(if *fallback {
+                PgSslMode::Prefer
+            } else {
+                PgSslMode::Require
+            });
+            let tls = within(target, raw(target, ep, c, Some(connector.clone()))).await;
+            match tls {
+                Err(Failure::Pg(e)) if *fallback && !is_socket_error(&e) => {
+                    plain(config.clone()).await
+                }
+                other => other,
+            }
+        }
+    };
+    match result {
+        Ok(((client, connection, notices), wire)) => {
+            // As in `attempt`: errors reach the user through the client.
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            Ok((client, notices, wire))
+        }
+        Err(f) => Err(explain(target, ep, f, passfile_note.as_deref())),
+    }
+}
+
+/// One connection on our own socket: TCP (each address of the host, with
+/// tokio-postgres' socket options) or the unix socket, then `connect_raw`
+/// (TLS when `tls` is given), then `target_session_attrs`, as
+/// tokio-postgres' own `connect` does them.
+async fn raw(
+    target: &Target,
+    ep: &Endpoint,
+    config: Config,
+    tls: Option<postgres_openssl::MakeTlsConnector>,
+) -> std::result::Result<(Spawnable, Wire), Failure> {
+    use tokio_postgres::tls::MakeTlsConnect;
+    let socket = Tapped::new(
+        open_socket(ep, &target.session)
+            .await
+            .map_err(Failure::Socket)?,
+    );
+    let wire = socket.wire();
+    match tls {
+        Some(mut make) => {
+            let host = if ep.host.starts_with('/') {
+                ""
+            } else {
+                &ep.host
+            };
+            let inner = MakeTlsConnect::<Tapped>::make_tls_connect(&mut make, host)
+                .map_err(|e| Failure::Socket(std::io::Error::other(e)))?;
+            let slot = std::sync::Arc::new(std::sync::Mutex::new(None));
+            let tls = TapTls {
+                inner,
+                slot: slot.clone(),
+            };
+            let (client, mut conn) = config.connect_raw(socket, tls).await.map_err(Failure::Pg)?;
+            check_session_attrs(target, &client, &mut conn).await?;
+            // Under TLS the raw session talks to the TLS stream.
+            let taken = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+            Ok((forward(client, conn), taken.unwrap_or(wire)))
+        }
+        None => {
+            let (client, mut conn) = config
+                .connect_raw(socket, NoTls)
+                .await
+                .map_err(Failure::Pg)?;
+            check_session_attrs(target, &client, &mut conn).await?;
+            Ok((forward(client, conn), wire))
+        }
+    }
+}
+
+/// The socket of one endpoint, set up as tokio-postgres sets its own up
+/// (`connect_socket`): TCP_NODELAY, `tcp_user_timeout`, keepalives; each
+/// address of the host in turn.
+async fn open_socket(ep: &Endpoint, s: &super::Session) -> std::io::Result<Box<dyn Io>> {
+    if ep.host.starts_with('/') {
+        let path = format!("{}/.s.PGSQL.{}", ep.host, ep.port);
+        return Ok(Box::new(tokio::net::UnixStream::connect(path).await?));
+    }
+    let addrs: Vec<std::net::SocketAddr> = match ep.hostaddr {
+        Some(ip) => vec![std::net::SocketAddr::new(ip, ep.port)],
+        None => tokio::net::lookup_host((ep.host.as_str(), ep.port))
+            .await?
+            .collect(),
+    };
+    let mut last = None;
+    for addr in addrs {
+        match tokio::net::TcpStream::connect(addr).await {
+            Ok(tcp) => {
+                tcp.set_nodelay(true)?;
+                let sock = socket2::SockRef::from(&tcp);
+                if let Some(t) = s.tcp_user_timeout {
+                    sock.set_tcp_user_timeout(Some(t))?;
+                }
+                if s.keepalives {
+                    let mut k = socket2::TcpKeepalive::new().with_time(
+                        s.keepalives_idle
+                            .unwrap_or(Duration::from_secs(2 * 60 * 60)),
+                    );
+                    if let Some(i) = s.keepalives_interval {
+                        k = k.with_interval(i);
+                    }
+                    if let Some(n) = s.keepalives_count {
+                        k = k.with_retries(n);
+                    }
+                    sock.set_tcp_keepalive(&k)?;
+                }
+                return Ok(Box::new(tcp));
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "could not resolve any addresses",
+        )
+    }))
+}
+
+/// `target_session_attrs=read-write|read-only`, checked as tokio-postgres'
+/// `connect` checks it (`SHOW transaction_read_only`), with the
+/// connection driven meanwhile.
+async fn check_session_attrs<S, T>(
+    target: &Target,
+    client: &Client,
+    conn: &mut tokio_postgres::Connection<S, T>,
+) -> std::result::Result<(), Failure>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use tokio_postgres::config::TargetSessionAttrs as A;
+    let want = target.session.target_session_attrs;
+    if want == A::Any {
+        return Ok(());
+    }
+    let show = client.simple_query("SHOW transaction_read_only");
+    let rows = tokio::select! {
+        rows = show => rows.map_err(Failure::Pg)?,
+        end = conn => return Err(match end {
+            Err(e) => Failure::Pg(e),
+            Ok(()) => Failure::Socket(std::io::ErrorKind::UnexpectedEof.into()),
+        }),
+    };
+    let value = rows.iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+        _ => None,
+    });
+    let refused = match (want, value.as_deref()) {
+        (A::ReadWrite, Some("on")) => Some("database does not allow writes"),
+        (A::ReadOnly, Some("off")) => Some("database is not read only"),
+        _ => None,
+    };
+    match refused {
+        Some(why) => Err(Failure::Refused(why)),
+        None => Ok(()),
+    }
 }
 
 /// `load_balance_hosts=random` shuffles the hosts, as in libpq.
@@ -114,6 +315,10 @@ type Spawnable = (
 
 enum Failure {
     Pg(tokio_postgres::Error),
+    /// Opening our own socket (`connect_wire`).
+    Socket(std::io::Error),
+    /// The server is not what `target_session_attrs` asks for.
+    Refused(&'static str),
     Timeout(Duration),
 }
 
@@ -126,30 +331,46 @@ async fn timed<S>(
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let out = match target.connect_timeout {
+    within(target, async { fut.await.map_err(Failure::Pg) })
+        .await
+        .map(|(client, conn)| forward(client, conn))
+}
+
+/// `fut` under `connect_timeout`.
+async fn within<T>(
+    target: &Target,
+    fut: impl std::future::Future<Output = Result<T, Failure>>,
+) -> Result<T, Failure> {
+    match target.connect_timeout {
         Some(limit) => match tokio::time::timeout(limit, fut).await {
             Ok(r) => r,
-            Err(_) => return Err(Failure::Timeout(limit)),
+            Err(_) => Err(Failure::Timeout(limit)),
         },
         None => fut.await,
-    };
-    out.map(|(client, mut conn)| {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let forward = async move {
-            loop {
-                match std::future::poll_fn(|cx| conn.poll_message(cx)).await {
-                    Some(Ok(tokio_postgres::AsyncMessage::Notice(n))) => {
-                        let _ = tx.send(n);
-                    }
-                    Some(Ok(_)) => {}
-                    Some(Err(e)) => return Err(e),
-                    None => return Ok(()),
+    }
+}
+
+/// The connection as one spawnable future that forwards the server's
+/// notices.
+fn forward<R, S>(client: Client, mut conn: tokio_postgres::Connection<R, S>) -> Spawnable
+where
+    R: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let forward = async move {
+        loop {
+            match std::future::poll_fn(|cx| conn.poll_message(cx)).await {
+                Some(Ok(tokio_postgres::AsyncMessage::Notice(n))) => {
+                    let _ = tx.send(n);
                 }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(e),
+                None => return Ok(()),
             }
-        };
-        (client, Box::pin(forward) as _, rx)
-    })
-    .map_err(Failure::Pg)
+        }
+    };
+    (client, Box::pin(forward) as _, rx)
 }
 
 /// The tokio-postgres configuration for one endpoint, and why the
@@ -246,6 +467,20 @@ fn explain(target: &Target, ep: &Endpoint, f: Failure, passfile_note: Option<&st
             .with_hint("check the host, port and firewall, or raise connect_timeout")
         }
         Failure::Pg(e) => e,
+        Failure::Socket(io) => {
+            return Error::new(
+                ErrorKind::Connect,
+                format!("could not connect to {place}: error connecting to server: {io}"),
+            )
+            .with_hint(socket_hint(ep, io.kind()))
+        }
+        Failure::Refused(why) => {
+            return Error::new(
+                ErrorKind::Connect,
+                format!("could not connect to {place}: {why}"),
+            )
+            .with_hint("target_session_attrs asks for another kind of server; check the host list")
+        }
     };
     let why = match std::error::Error::source(&e) {
         Some(cause) => format!("{e}: {cause}"),

@@ -15,6 +15,7 @@
 //! - [`pgpass`]: the password file, looked up per host at connect time.
 //! - `tls`: `sslmode` → an OpenSSL connector with libpq's rules.
 //! - `connect`: the per-host attempt loop and errors with hints.
+//! - `tap`: a loader's socket shared with a raw protocol session.
 //!
 //! This module knows nothing about tables, files or COPY, and never
 //! prints. A password never appears in a message, `Debug` or
@@ -34,6 +35,7 @@ pub use connect::Notices;
 pub mod env;
 pub mod pgpass;
 mod resolve;
+mod tap;
 mod tls;
 
 use std::fmt;
@@ -42,6 +44,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use env::Env;
+pub use tap::{Raw, Wire};
 pub use tls::SslMode;
 
 use crate::Result;
@@ -128,6 +131,15 @@ impl Target {
     /// messages as they arrive.
     pub async fn connect_with_notices(&self) -> Result<(tokio_postgres::Client, Notices)> {
         connect::connect(self).await
+    }
+
+    /// Like [`Target::connect_with_notices`], on a socket pgtide owns, with
+    /// the [`Wire`] through which a raw protocol session may use the
+    /// connection between the client's requests (`load::wire`: pipelined
+    /// INSERTs with one Sync per window). TLS and authentication are
+    /// tokio-postgres' own, as for [`Target::connect`].
+    pub async fn connect_wire(&self) -> Result<(tokio_postgres::Client, Notices, Wire)> {
+        connect::connect_wire(self).await
     }
 
     /// The same target with another database.

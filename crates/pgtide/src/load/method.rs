@@ -15,7 +15,7 @@
 //! |---|---|---|
 //! | `copy` | the input bytes, `COPY ... FROM STDIN` | the default: plain loads |
 //! | `binary` | rows encoded client-side, `COPY ... (FORMAT binary)` (`load/binary.rs`) | the server's CPU is the limit (text input functions cost more than the client's encoding) |
-//! | `pipeline` | one prepared `INSERT` per row, many in flight (`load/insert.rs`) | `--sql` (upserts), rules that must see INSERTs |
+//! | `pipeline` | one prepared `INSERT` per row, windows of 256 under one Sync (`load/wire.rs`) | `--sql` (upserts), rules that must see INSERTs |
 //! | `values` | multi-row `INSERT ... VALUES (..),(..)` with bound parameters | INSERT semantics without pipelining (poolers, proxies) |
 //! | `insert` | one prepared `INSERT` per row, each awaited | the seeds' baseline |
 //!
@@ -38,6 +38,7 @@ pub use super::spec::{record_at_line, LoaderSpec, Method, MethodSetup};
 use super::step::in_step_after;
 pub(super) use super::step::rollback_in_step;
 use super::values;
+use super::wire;
 pub use crate::batch::{Batch, BatchError};
 use crate::copyopts::CopyFormat;
 use crate::error::{Error, Result};
@@ -100,12 +101,15 @@ impl LoaderSpec {
 pub(super) fn new_loader(
     client: Client,
     notices: crate::conn::Notices,
+    wire: crate::conn::Wire,
     spec: &Arc<LoaderSpec>,
 ) -> Loader {
-    match spec.on_error_sql {
+    let mut loader = match spec.on_error_sql {
         Some(_) => Loader::with_notices(client, notices, spec.clone()),
         None => Loader::new(client, spec.clone()),
-    }
+    };
+    loader.wire = Some(wire);
+    loader
 }
 
 /// Per-connection state of the methods: prepared statements, encoders.
@@ -113,6 +117,8 @@ pub(super) fn new_loader(
 pub(super) struct MethodState {
     /// Prepared INSERT statements by rows per statement.
     pub statements: insert::Statements,
+    /// `pipeline` on the wire: its prepared statement.
+    pub wire: wire::Prepared,
     /// `binary`: encoders for this connection's session, once known
     /// (`None` inside: this session needs text COPY).
     pub encoders: Option<Option<Arc<Vec<Encoder>>>>,
@@ -142,6 +148,9 @@ pub struct Loader {
     /// What the attempts of an open transaction ([`Loader::attempt`])
     /// will add to the counts above if it commits.
     pending: Pending,
+    /// The connection's stream for `pipeline`'s protocol path
+    /// (`load/wire.rs`); without it, `pipeline` goes through tokio-postgres.
+    wire: Option<crate::conn::Wire>,
 }
 
 /// Counts of attempts not yet committed.
@@ -176,6 +185,7 @@ impl Loader {
             bug: None,
             mark: None,
             pending: Pending::default(),
+            wire: None,
         }
     }
 
@@ -467,10 +477,16 @@ impl Loader {
                 }
             }
             Method::Pipeline | Method::Insert | Method::Values => {
-                let statements = &mut self.state.statements;
-                match spec.method {
-                    Method::Values => values::load(&self.client, &spec, statements, batch).await,
-                    _ => insert::load(&self.client, &spec, statements, batch).await,
+                let state = &mut self.state;
+                let client = &self.client;
+                match (spec.method, self.wire.as_ref()) {
+                    (Method::Values, _) => {
+                        values::load(client, &spec, &mut state.statements, batch).await
+                    }
+                    (Method::Pipeline, Some(wire)) => {
+                        wire::rows(client, wire, &spec, &mut state.wire, batch).await
+                    }
+                    _ => insert::load(client, &spec, &mut state.statements, batch).await,
                 }
             }
         }

@@ -35,6 +35,7 @@ pub mod sharded;
 mod spec;
 mod step;
 mod values;
+mod wire;
 mod worker;
 mod workers;
 

@@ -294,7 +294,7 @@ async fn reconnect_with_backoff(
 /// Replaces the loader's connection; settles a `COMMIT` in doubt on the
 /// new one before anything else is sent.
 async fn reconnect(loader: &mut Loader, ctx: &Ctx, in_doubt: Option<InDoubt>) -> Reconnected {
-    let Ok((client, notices)) = ctx.target.connect_with_notices().await else {
+    let Ok((client, notices, wire)) = ctx.target.connect_wire().await else {
         return Reconnected::Failed;
     };
     Progress::add(&ctx.progress.reconnects, 1);
@@ -312,7 +312,7 @@ async fn reconnect(loader: &mut Loader, ctx: &Ctx, in_doubt: Option<InDoubt>) ->
     // need their verdict.
     let skipped = loader.take_skipped();
     let mark = loader.take_mark();
-    *loader = new_loader(client, notices, &ctx.spec);
+    *loader = new_loader(client, notices, wire, &ctx.spec);
     loader.set_mark(mark);
     if let (Reconnected::Committed(_), Some(d)) = (&settled, in_doubt) {
         loader.committed_in_doubt(d);

@@ -58,7 +58,7 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
     // many workers for the server) fails fast and leaves the table untouched.
     let mut clients = Vec::with_capacity(plan.workers);
     for _ in 0..plan.workers {
-        clients.push(plan.target.connect_with_notices().await?);
+        clients.push(plan.target.connect_wire().await?);
     }
     let mut spec = LoaderSpec {
         method: plan.method,
@@ -73,7 +73,7 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
     };
     // Checked on a loader's own connection: its session is the loaders'.
     let method_notes = match clients.first() {
-        Some((client, _)) => spec.prepare(client).await?,
+        Some((client, ..)) => spec.prepare(client).await?,
         None => Vec::new(),
     };
     // One chunk waiting is enough: the reader cuts chunks at gigabytes per
@@ -108,8 +108,8 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         resume: plan.resume.clone(),
     });
     let mut tasks = Vec::new();
-    for (id, (client, notices)) in clients.into_iter().enumerate() {
-        let loader = new_loader(client, notices, &spec);
+    for (id, (client, notices, wire)) in clients.into_iter().enumerate() {
+        let loader = new_loader(client, notices, wire, &spec);
         tasks.push(tokio::spawn(work(id, loader, rx.clone(), ctx.clone())));
     }
     drop(rx);
@@ -134,7 +134,11 @@ async fn start_writing(
     spec: &mut LoaderSpec,
     shared: &Mutex<Shared>,
     header: Option<Bytes>,
-    clients: &[(tokio_postgres::Client, crate::conn::Notices)],
+    clients: &[(
+        tokio_postgres::Client,
+        crate::conn::Notices,
+        crate::conn::Wire,
+    )],
 ) -> Result<()> {
     let binary = plan.format == CopyFormat::Binary;
     if binary {
@@ -154,7 +158,7 @@ async fn start_writing(
     }
     let first_writes = [&plan.create_sql, &plan.truncate_sql];
     for sql in first_writes.into_iter().flatten() {
-        let Some((client, _)) = clients.first() else {
+        let Some((client, ..)) = clients.first() else {
             break;
         };
         if let Err(e) = client.execute(sql.as_str(), &[]).await {

@@ -12,14 +12,79 @@ use super::{assert_no_secret, bin};
 /// Ok(true) when the session uses TLS.
 async fn ssl_in_use(cluster: &Cluster, extra: &str, env: &Env) -> pgtide::Result<bool> {
     let target = Target::parse_with(&format!("{} {extra}", cluster.conninfo()), env)?;
-    let client = target.connect().await?;
-    let row = client
-        .query_one(
-            "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
-            &[],
-        )
-        .await?;
-    Ok(row.get(0))
+    let ssl = |client: tokio_postgres::Client| async move {
+        let row = client
+            .query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .await?;
+        Ok::<bool, pgtide::Error>(row.get(0))
+    };
+    let plain = match target.connect().await {
+        Ok(client) => ssl(client).await,
+        Err(e) => Err(e),
+    };
+    // A loader's connection (our own socket, `connect_wire`) must come
+    // out the same way, with the same error.
+    let wire = match target.connect_wire().await {
+        Ok((client, ..)) => ssl(client).await,
+        Err(e) => Err(e),
+    };
+    match (&plain, &wire) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "{extra}: TLS in use"),
+        (Err(a), Err(b)) => {
+            assert_eq!(a.message(), b.message(), "{extra}");
+            assert_eq!(a.hint(), b.hint(), "{extra}");
+        }
+        _ => panic!("{extra}: connect {plain:?}, connect_wire {wire:?}"),
+    }
+    plain
+}
+
+/// `--method pipeline` speaks the protocol itself between tokio-postgres'
+/// requests (`load::wire`): over TLS it must write into the TLS stream,
+/// and SCRAM channel binding must still work.
+#[tokio::test]
+async fn a_pipeline_load_over_tls_with_channel_binding() {
+    use std::sync::Arc;
+    let certs = Certs::generate();
+    let cluster = ssl_cluster(&certs, vec![]);
+    let extra = "sslmode=require channel_binding=require host=localhost";
+    let target =
+        Target::parse_with(&format!("{} {extra}", cluster.conninfo()), &Env::empty()).unwrap();
+    let client = target.connect().await.unwrap();
+    client
+        .batch_execute("CREATE TABLE p (id int PRIMARY KEY, v text)")
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.csv");
+    let mut data = String::new();
+    for i in 0..1000 {
+        // One duplicate key, in the middle of the second window.
+        let id = if i == 400 { 7 } else { i };
+        data.push_str(&format!("{id},row {i}\n"));
+    }
+    std::fs::write(&file, data).unwrap();
+    let mut o = pgtide::load::LoadOptions::new(
+        vec![file.to_str().unwrap().into()],
+        pgtide::ident::QualifiedName::parse("p").unwrap(),
+        pgtide::copyopts::CopyFormat::Csv,
+    );
+    o.method = pgtide::load::Method::Pipeline;
+    o.rejects = Some(dir.path().join("p.rejects"));
+    let report = pgtide::load::run(&target, &o, Arc::new(pgtide::progress::Progress::new(1)))
+        .await
+        .unwrap();
+    assert!(report.failure.is_none(), "{:?}", report.failure);
+    assert_eq!((report.rows_loaded, report.rows_rejected), (999, 1));
+    let n: i64 = client
+        .query_one("SELECT count(*) FROM p", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 999);
 }
 
 enum Want {

@@ -1,0 +1,315 @@
+//! `--method pipeline` on the wire: one prepared INSERT, Bind/Execute for
+//! many rows and **one Sync per window**.
+//!
+//! tokio-postgres sends Sync after every statement, so each pipelined row
+//! costs the server a ReadyForQuery and a flush (about 21 µs a row on
+//! loopback, more than the INSERT itself). Here the rows of a batch go in
+//! windows of at most [`WINDOW_ROWS`] rows or [`WINDOW_BYTES`] of
+//! parameters (whichever comes first; one row always goes, however
+//! wide), written with the `postgres-protocol` codecs in one buffer and
+//! one write, closed by a single Sync; then the window's answers are read
+//! and the next window is built. Memory is one window of messages.
+//!
+//! The connection is the loader's own (`conn::Target::connect_wire`):
+//! tokio-postgres opened it (TLS, authentication) and runs every other
+//! statement (BEGIN, COMMIT, savepoints, COPY); the [`Wire`] lends this
+//! module its stream between those statements (see `conn::tap`). This is
+//! the one seam: [`rows`] loads a batch as `insert::rows` does, with the
+//! same result and the same [`BatchError`].
+//!
+//! Errors. After an ErrorResponse the server discards every message up to
+//! the window's Sync, so the rows after the failing one in that window are
+//! not run; the transaction is aborted anyway, so they are not re-sent
+//! here: the batch fails with `record` = the index of the failing row in
+//! the batch (the server answers each row's Bind and Execute in order, so
+//! the row is known exactly), and isolation (`reject::isolate`) re-sends
+//! the rows after it in a new transaction, as for every method. The
+//! server's ErrorResponse is handed to tokio-postgres to parse
+//! (`Wire::replay`), so the error is a genuine `tokio_postgres::Error`
+//! with its SQLSTATE and context. A broken socket or a message out of
+//! place closes the client: the error is then tokio-postgres' "connection
+//! closed", which the worker answers with a new connection.
+//!
+//! A record the splitter refuses goes by its own text COPY (through the
+//! client, so the server writes its real error), between two windows.
+
+use bytes::{BufMut, BytesMut};
+use copyfmt::fields::{split_record, Fields};
+use copyfmt::scan;
+use postgres_protocol::message::backend::Message;
+use postgres_protocol::message::frontend;
+use postgres_protocol::IsNull;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_postgres::Client;
+
+use super::insert::{copy_one, statement_sql};
+use super::spec::LoaderSpec;
+use crate::batch::{Batch, BatchError};
+use crate::conn::{Raw, Wire};
+use crate::copyopts::CopyFormat;
+
+/// Rows per window (per Sync).
+pub const WINDOW_ROWS: usize = 256;
+
+/// Parameter bytes per window: keeps 1600-column rows to about a
+/// megabyte of messages in memory.
+pub const WINDOW_BYTES: usize = 1 << 20;
+
+/// The prepared statement's name on a loader's connection (tokio-postgres
+/// names its own `s0`, `s1`, ...).
+const STATEMENT: &str = "pgtide_pipeline";
+
+/// Per-connection state: whether [`STATEMENT`] is prepared.
+#[derive(Default)]
+pub struct Prepared(bool);
+
+/// What went wrong in a window.
+enum Failed {
+    /// The server refused `record` (`None`: the Parse, no row): its
+    /// ErrorResponse, whole.
+    Server {
+        record: Option<u64>,
+        response: BytesMut,
+    },
+    /// The socket broke, or the server said something out of place.
+    Broken,
+}
+
+/// Loads the batch's records, one INSERT each, windows of
+/// [`WINDOW_ROWS`]/[`WINDOW_BYTES`] under one Sync; the rows inserted
+/// (with `--sql`, the records run).
+pub(super) async fn rows(
+    client: &Client,
+    wire: &Wire,
+    spec: &LoaderSpec,
+    prepared: &mut Prepared,
+    batch: &Batch,
+) -> Result<u64, BatchError> {
+    let setup = &spec.setup;
+    let user = setup.sql.is_some();
+    let format: i16 = if setup.format == CopyFormat::Binary {
+        1
+    } else {
+        0
+    };
+    let sql = statement_sql(setup, 1);
+    let data = &batch.data;
+    let mut records = scan::records(&spec.dialect, data).enumerate().peekable();
+    let mut fields = Fields::new();
+    let mut out = BytesMut::with_capacity(64 * 1024);
+    let mut input = BytesMut::with_capacity(16 * 1024);
+    let mut total = 0u64;
+    while records.peek().is_some() {
+        let mut raw = wire.raw();
+        // The first window after taking the stream may find a ReadyForQuery
+        // that a client request left unread.
+        let mut fresh = true;
+        // Windows until the batch ends or a record needs its own COPY.
+        let mut bad = None;
+        while records.peek().is_some() && bad.is_none() {
+            out.clear();
+            let parse = !prepared.0;
+            let mut encoded = Ok(());
+            if parse {
+                encoded = frontend::parse(STATEMENT, &sql, None, &mut out);
+            }
+            let first = records.peek().map_or(0, |(i, _)| *i as u64);
+            let (mut n, mut bytes) = (0usize, 0usize);
+            while encoded.is_ok() && n < WINDOW_ROWS && bytes < WINDOW_BYTES {
+                let Some((i, span)) = records.peek() else {
+                    break;
+                };
+                let record = &data[span.start..span.end];
+                let ok = split_record(&spec.dialect, &setup.nulls, record, &mut fields).is_ok()
+                    && fields.len() == setup.columns.len();
+                if !ok {
+                    bad = Some((*i as u64, data.slice(span.start..span.end)));
+                    records.next();
+                    break;
+                }
+                bytes += fields
+                    .iter()
+                    .map(|f| 4 + f.map_or(0, <[u8]>::len))
+                    .sum::<usize>();
+                encoded = bind(&mut out, format, &fields)
+                    .and_then(|()| frontend::execute("", 0, &mut out));
+                n += 1;
+                records.next();
+            }
+            if encoded.is_err() {
+                // Unreachable for a table's columns (a value over 2 GiB,
+                // more than 65,535 parameters): the server would refuse
+                // it too; the batch fails and the connection is dropped.
+                drop(raw);
+                return Err(deliver(client, wire, Failed::Broken).await);
+            }
+            if n == 0 {
+                break;
+            }
+            frontend::sync(&mut out);
+            match window(&mut raw, &out, &mut input, parse, first, n, user, fresh).await {
+                Ok(rows) => {
+                    total += rows;
+                    prepared.0 = true;
+                }
+                Err((parsed, failed)) => {
+                    prepared.0 |= parsed;
+                    drop(raw);
+                    return Err(deliver(client, wire, failed).await);
+                }
+            }
+            fresh = false;
+        }
+        drop(raw);
+        if let Some((i, record)) = bad {
+            total += copy_one(client, spec, record)
+                .await
+                .map_err(|e| BatchError::at(i, e))?;
+        }
+    }
+    Ok(total)
+}
+
+/// One Bind of the unnamed portal to [`STATEMENT`], every parameter in
+/// `format`, straight from the split fields.
+fn bind(out: &mut BytesMut, format: i16, fields: &Fields) -> std::io::Result<()> {
+    let r = frontend::bind(
+        "",
+        STATEMENT,
+        [format],
+        fields.iter(),
+        |f, buf| match f {
+            None => Ok(IsNull::Yes),
+            Some(v) => {
+                buf.put_slice(v);
+                Ok(IsNull::No)
+            }
+        },
+        None::<i16>,
+        out,
+    );
+    match r {
+        Ok(()) => Ok(()),
+        Err(frontend::BindError::Serialization(e)) => Err(e),
+        Err(frontend::BindError::Conversion(e)) => Err(std::io::Error::other(e)),
+    }
+}
+
+/// Sends one window (`out`, ending with Sync) and reads its answers: `n`
+/// rows, the first being record `first` of the batch, after a Parse when
+/// `parse`. Returns the rows inserted, or whether the Parse succeeded and
+/// what failed. `fresh`: a ReadyForQuery before anything else is a client
+/// request's, left unread, and skipped.
+#[allow(clippy::too_many_arguments)]
+async fn window(
+    raw: &mut Raw<'_>,
+    out: &[u8],
+    input: &mut BytesMut,
+    parse: bool,
+    first: u64,
+    n: usize,
+    user: bool,
+    mut fresh: bool,
+) -> Result<u64, (bool, Failed)> {
+    let broken = |parsed| (parsed, Failed::Broken);
+    if raw.write_all(out).await.is_err() || raw.flush().await.is_err() {
+        return Err(broken(false));
+    }
+    let mut parsed = !parse;
+    let mut done = 0usize;
+    let mut rows = 0u64;
+    let mut error: Option<Failed> = None;
+    loop {
+        let (message, frame) = loop {
+            if input.len() >= 5 {
+                let len = u32::from_be_bytes([input[1], input[2], input[3], input[4]]) as usize;
+                if input.len() > len {
+                    let mut frame = input.split_to(len + 1);
+                    // An error is kept whole, to be replayed (`deliver`).
+                    let whole = (frame[0] == b'E').then(|| frame.clone());
+                    match Message::parse(&mut frame) {
+                        Ok(Some(m)) => break (m, whole),
+                        _ => return Err(broken(parsed)),
+                    }
+                }
+            }
+            input.reserve(8192);
+            match raw.read_buf(input).await {
+                Ok(0) | Err(_) => return Err(broken(parsed)),
+                Ok(_) => {}
+            }
+        };
+        let stale = std::mem::take(&mut fresh);
+        match message {
+            Message::ReadyForQuery(_) if stale => fresh = false,
+            Message::ReadyForQuery(_) => {
+                return match error {
+                    None if done == n => Ok(rows),
+                    None => Err(broken(parsed)),
+                    Some(e) => Err((parsed, e)),
+                };
+            }
+            Message::ParseComplete if !parsed => parsed = true,
+            Message::BindComplete | Message::DataRow(_) if error.is_none() => {}
+            Message::CommandComplete(body) if error.is_none() && done < n => {
+                done += 1;
+                rows += if user {
+                    1
+                } else {
+                    body.tag()
+                        .ok()
+                        .and_then(|t| t.rsplit(' ').next()?.parse().ok())
+                        .unwrap_or(0)
+                };
+            }
+            Message::EmptyQueryResponse if error.is_none() && done < n => done += 1,
+            Message::ErrorResponse(_) if error.is_none() => {
+                let record = parsed.then_some(first + done as u64);
+                error = frame.map(|response| Failed::Server { record, response });
+            }
+            Message::NoticeResponse(_)
+            | Message::ParameterStatus(_)
+            | Message::NotificationResponse(_) => {}
+            _ => return Err(broken(parsed)),
+        }
+    }
+}
+
+/// Turns a failed window into the batch's error, through the client: a
+/// server error is replayed to tokio-postgres (which parses it into a
+/// `DbError`); anything else closes the client, whose next request then
+/// fails as a closed connection.
+async fn deliver(client: &Client, wire: &Wire, failed: Failed) -> BatchError {
+    match failed {
+        Failed::Server {
+            record,
+            mut response,
+        } => {
+            // The answer of a request that fails: its error, then
+            // ReadyForQuery in a failed transaction.
+            response.extend_from_slice(&[b'Z', 0, 0, 0, 5, b'E']);
+            wire.replay(&response);
+            let result = client.batch_execute("").await;
+            wire.normal();
+            match result {
+                Err(error) => BatchError {
+                    record,
+                    commit_unknown: false,
+                    error,
+                },
+                Ok(()) => closed(client, wire).await,
+            }
+        }
+        Failed::Broken => closed(client, wire).await,
+    }
+}
+
+/// Ends the connection (it may be out of step) and returns the error the
+/// client's next request gets.
+async fn closed(client: &Client, wire: &Wire) -> BatchError {
+    wire.kill();
+    match client.batch_execute("").await {
+        Err(error) => BatchError::plain(error),
+        Ok(()) => unreachable!("a killed stream answers nothing"),
+    }
+}
