@@ -2,7 +2,7 @@
 //! checked on the server before anything is written.
 //!
 //! The table is created right before the first chunk is sent, once every
-//! other check has passed (`load::workers`, as `--truncate`), in its own
+//! other check has passed (`load::pool`, as `--truncate`), in its own
 //! committed statement: the workers' connections load chunks in parallel
 //! and each must see the table, which a table created inside the first
 //! chunk's transaction would hide from them until it commits. Until then

@@ -4,7 +4,7 @@
 //! source (read + decompress, one thread)
 //!   -> chunk::Chunker (cut at record boundaries)
 //!   -> bounded channel of Chunks (depth 1)
-//!   -> N workers, one connection each -> method::Loader::load (one
+//!   -> N workers, one connection each -> loader::Loader::load (one
 //!      transaction per batch: COPY, binary COPY or INSERTs)
 //! ```
 //!
@@ -24,10 +24,11 @@ pub mod create;
 mod insert;
 mod invariants;
 pub mod ledger;
-pub mod method;
+pub mod loader;
 mod outcome;
 mod pipeline;
 mod plan;
+mod pool;
 mod reader;
 mod row_error;
 mod setup;
@@ -37,7 +38,6 @@ mod step;
 mod values;
 mod wire;
 mod worker;
-mod workers;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -53,7 +53,7 @@ use crate::ident::QualifiedName;
 use crate::progress::Progress;
 
 pub use crate::failure::RowFailure;
-pub use method::Method;
+pub use loader::Method;
 
 /// What to load, where and how.
 #[derive(Debug, Clone)]
@@ -293,10 +293,10 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     drop(control);
     let dialect = opts.copy.dialect(major);
     let mut method_setup =
-        method::MethodSetup::new(table.name.quoted(), &columns, &opts.copy, &dialect);
+        loader::MethodSetup::new(table.name.quoted(), &columns, &opts.copy, &dialect);
     method_setup.sql = opts.sql.clone();
     method_setup.batch_rows = opts.batch_rows;
-    let plan = workers::Plan {
+    let plan = pool::Plan {
         target: target.clone(),
         method: opts.method,
         sql,
@@ -325,7 +325,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         resume: resume.clone(),
         earlier_rejects,
     };
-    let outcome = workers::execute(plan, progress).await?;
+    let outcome = pool::execute(plan, progress).await?;
     let mut report = Report {
         rows_read: outcome.rows_read,
         rows_loaded: outcome.rows_loaded,

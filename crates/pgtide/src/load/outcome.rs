@@ -1,6 +1,6 @@
 //! What the workers record as chunks finish, under one lock: the line
 //! ranges done, the chunks that failed, the counts. The pool
-//! (`workers.rs`) owns the lock and sums it up at the end; each worker
+//! (`pool.rs`) owns the lock and sums it up at the end; each worker
 //! (`worker.rs`) adds to it.
 
 use std::sync::Arc;

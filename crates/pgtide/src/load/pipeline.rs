@@ -15,7 +15,7 @@
 //! once everything before it has answered, and nothing starts until it
 //! has: a COPY that the server refuses before copy mode (because an
 //! earlier request in flight aborted the transaction) would leave the
-//! connection out of step (see `method::rollback_in_step`).
+//! connection out of step (see `step::rollback_in_step`).
 
 use std::future::Future;
 

@@ -4,7 +4,7 @@
 
 use copyfmt::scan::Dialect;
 
-use super::method::Method;
+use super::loader::Method;
 use crate::conn::Target;
 use crate::copyopts::{CopyFormat, Header};
 
@@ -38,7 +38,7 @@ pub(super) struct Plan {
     /// The target's triggers may drop rows (`catalog::may_skip_rows`).
     pub table_may_skip: bool,
     /// Columns, NULL spelling, `--sql` and `--batch-rows` for the methods.
-    pub method_setup: super::method::MethodSetup,
+    pub method_setup: super::loader::MethodSetup,
     /// `--resume`: what earlier runs did (skipped), and the ledger
     /// identity of each input (recorded with every batch).
     pub resume: Option<std::sync::Arc<super::ledger::Resume>>,

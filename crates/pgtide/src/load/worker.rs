@@ -11,8 +11,8 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::method::new_loader;
-use super::method::{Batch, BatchError, InDoubt, Loader, LoaderSpec};
+use super::loader::new_loader;
+use super::loader::{Batch, BatchError, InDoubt, Loader, LoaderSpec};
 use super::outcome::{last_line, Done, Failed, Shared};
 use super::row_error::{chunk_error, show_row};
 use super::RowFailure;
@@ -201,7 +201,7 @@ fn counted_by_server(loader: &mut Loader, ctx: &Ctx, chunk: &Chunk) -> bool {
 ///   so retry after a growing, jittered pause (two workers that deadlocked
 ///   must not meet again at the same instant);
 /// - a connection the loader discarded after an error (it may be out of
-///   step with the server, see `method::rollback_in_step`): replace it at
+///   step with the server, see `step::rollback_in_step`): replace it at
 ///   once, so the caller (isolation) gets a clean one with the error.
 ///
 /// Isolation loads its ranges through here too ([`Session`]), so a

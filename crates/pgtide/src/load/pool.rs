@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use super::copy::Framing;
-use super::method::{new_loader, LoaderSpec, Method};
+use super::loader::{new_loader, LoaderSpec, Method};
 use super::outcome::{Done, Shared};
 pub(super) use super::plan::Plan;
 use super::reader::{read_all, ReadStats};
