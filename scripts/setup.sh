@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks to build and test pgtide: OpenSSL
-# headers and pkg-config (for TLS), a PostgreSQL server and psql, and
-# cargo-machete (the unused-dependency check). Safe to run again; does
-# nothing when everything is there.
+# headers and pkg-config (for TLS), a PostgreSQL server and psql, Python's
+# venv (for scripts/test-wheel.sh), and cargo-machete (the unused-dependency
+# check). Safe to run again; does nothing when everything is there.
 set -euo pipefail
 
 need=()
@@ -12,6 +12,8 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v psql >/dev/null || need+=(postgresql-client)
 command -v xz >/dev/null || need+=(xz-utils)
 command -v unzip >/dev/null || need+=(unzip)
+# scripts/test-wheel.sh makes virtual environments (Debian splits venv out).
+python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"

@@ -4,6 +4,7 @@
 #
 #   scripts/test.sh            PG 15 (Debian's), PG 17 and PG 18 (fetched from Maven)
 #   PGTIDE_VERSIONS="15" scripts/test.sh   only some versions
+#   PGTIDE_SKIP_WHEEL=1 scripts/test.sh     without the wheel check at the end
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,3 +30,12 @@ for v in $versions; do
   echo "== tests against PostgreSQL $v ($bin)"
   PGTIDE_TEST_PGBIN="$bin" cargo test --workspace --quiet
 done
+
+# The Python wheel (issue 13): built, pip-installed into a fresh venv, then
+# `pgtide --version` and one load from it. The release build shares every
+# dependency with `cargo bench --no-run` above; only the binary's own crate
+# is compiled again (about 2 minutes on 2 cores), the rest takes ~25 s.
+if [ -z "${PGTIDE_SKIP_WHEEL:-}" ]; then
+  echo "== the Python wheel (scripts/test-wheel.sh)"
+  scripts/test-wheel.sh
+fi
