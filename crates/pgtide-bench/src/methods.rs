@@ -11,7 +11,9 @@
 //! pipelined INSERT 23 s (12x), multi-row VALUES of 10,000 rows 24 s,
 //! COPY 25 s. Contenders: `pgtide load --method insert | pipeline | values
 //! | copy | binary` (one worker), psql `\copy` and server-side `COPY FROM
-//! file` of the same file. Then a mixed-type CSV (int, numeric,
+//! file` of the same file, and psycopg 3's pipeline mode (`executemany`
+//! inside `conn.pipeline()`, the Python driver a user would compare
+//! with; skipped with a note when `python3 -c 'import psycopg'` fails). Then a mixed-type CSV (int, numeric,
 //! date, timestamp, timestamptz with offsets, text, uuid, jsonb) loaded by
 //! copy, binary with 1 and 2 workers, psql and server COPY.
 //!
@@ -41,6 +43,28 @@ pub const MIXED: &str = "methods_mixed";
 pub const PSQL_COPY: &str = baseline::PSQL_COPY;
 /// Server-side COPY FROM file.
 pub const SERVER_COPY: &str = baseline::SERVER_COPY;
+/// psycopg 3's pipeline mode.
+pub const PSYCOPG_PIPELINE: &str = "psycopg pipeline";
+
+/// The psycopg contender: reads the CSV as it goes (as pgtide does) and
+/// sends `executemany` in pipeline mode, one transaction; prints the
+/// seconds from connecting to the commit. The connection comes from
+/// libpq's environment (`Target::libpq_env`), as psql's does.
+const PSYCOPG_SCRIPT: &str = r#"
+import csv, sys, time
+import psycopg
+path, table, columns = sys.argv[1], sys.argv[2], sys.argv[3].split(", ")
+marks = ", ".join(["%s"] * len(columns))
+start = time.perf_counter()
+with open(path, newline="") as f, psycopg.connect("") as conn:
+    with conn.pipeline(), conn.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})",
+            csv.reader(f),
+        )
+    conn.commit()
+print(time.perf_counter() - start)
+"#;
 
 const IPT_COLUMNS: &str = "id serial primary key, title varchar(100), content text, \
                            created_at timestamp default current_timestamp";
@@ -129,6 +153,7 @@ pub async fn run(
     ] {
         ipt.push((contender(m, 1), Some((m, 1))));
     }
+    ipt.push((PSYCOPG_PIPELINE.to_owned(), None));
     sets.push(Set {
         table: IPT,
         columns: Some("title, content"),
@@ -223,6 +248,13 @@ async fn time_baseline(
         None => set.table.to_owned(),
     };
     let options = "WITH (FORMAT csv)";
+    if who == PSYCOPG_PIPELINE {
+        let (target, file) = (target.clone(), set.file.clone());
+        let (table, columns) = (set.table, set.columns.unwrap_or_default());
+        return tokio::task::spawn_blocking(move || psycopg(&target, &file, table, columns))
+            .await
+            .map_err(|e| Error::bug(format!("psycopg task failed: {e}")))?;
+    }
     if who == SERVER_COPY {
         return server_copy(client, &table, &set.file, options).await;
     }
@@ -231,6 +263,29 @@ async fn time_baseline(
     tokio::task::spawn_blocking(move || psql_copy(&target, &psql, &table, &file, options))
         .await
         .map_err(|e| Error::bug(format!("psql task failed: {e}")))?
+}
+
+/// Runs [`PSYCOPG_SCRIPT`]; an error (no python3, no psycopg) skips the
+/// contender with its reason.
+fn psycopg(target: &Target, file: &Path, table: &str, columns: &str) -> Result<f64> {
+    let out = std::process::Command::new("python3")
+        .args(["-c", PSYCOPG_SCRIPT])
+        .arg(file)
+        .args([table, columns])
+        .envs(target.libpq_env())
+        .output()
+        .map_err(|e| Error::config(format!("cannot run python3: {e}")))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    match text.trim().parse::<f64>() {
+        Ok(s) if out.status.success() => Ok(s),
+        _ => {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let why = err.lines().last().unwrap_or("no output");
+            Err(Error::config(format!(
+                "psycopg 3 not usable (pip install 'psycopg[binary]'): {why}"
+            )))
+        }
+    }
 }
 
 /// `title i,<content_bytes of lowercase words>`.
