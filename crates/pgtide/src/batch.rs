@@ -6,6 +6,37 @@
 
 use bytes::Bytes;
 
+/// A transaction as the server numbered it: `txid_current()`, and when
+/// the server it ran on started (`pg_postmaster_start_time()`, in
+/// microseconds). A COMMIT whose answer was lost is settled by asking
+/// `txid_status` on a new connection; the start time tells whether the
+/// server crashed and restarted in between, after which a transaction id
+/// that never reached the disk is handed out again and its status may be
+/// a stranger's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxStart {
+    /// `txid_current()`.
+    pub xid: i64,
+    /// `pg_postmaster_start_time()` in microseconds since 1970.
+    pub server_started: i64,
+}
+
+/// The statement that opens a batch's transaction and reads its
+/// [`TxStart`] in the same round trip.
+pub const BEGIN_SQL: &str = "BEGIN; SELECT txid_current(), \
+     (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::int8";
+
+/// The [`TxStart`] in the answer to [`BEGIN_SQL`].
+pub fn tx_start(messages: &[tokio_postgres::SimpleQueryMessage]) -> Option<TxStart> {
+    messages.iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(r) => Some(TxStart {
+            xid: r.get(0)?.parse().ok()?,
+            server_started: r.get(1)?.parse().ok()?,
+        }),
+        _ => None,
+    })
+}
+
 /// Whole records of one chunk, loaded in one transaction.
 #[derive(Debug, Clone)]
 pub struct Batch {

@@ -39,6 +39,7 @@ use super::step::in_step_after;
 pub(super) use super::step::rollback_in_step;
 use super::values;
 use super::wire;
+use crate::batch::{tx_start, TxStart, BEGIN_SQL};
 pub use crate::batch::{Batch, BatchError};
 use crate::copyopts::CopyFormat;
 use crate::error::{Error, Result};
@@ -163,8 +164,8 @@ struct Pending {
 /// A batch whose `COMMIT` got no answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InDoubt {
-    /// `txid_current()` of its transaction.
-    pub xid: i64,
+    /// Its transaction, as the server numbered it.
+    pub tx: TxStart,
     /// Rows it inserted, if it committed.
     pub rows: u64,
     /// Rows the table dropped on purpose, if it committed.
@@ -256,16 +257,13 @@ impl Loader {
         self.skipped.clear();
         // One round trip: open the transaction and learn its id, which is
         // what settles a COMMIT that got no answer.
-        let xid = self
-            .client
-            .simple_query("BEGIN; SELECT txid_current()")
-            .await
-            .map_err(BatchError::plain)?
-            .iter()
-            .find_map(|m| match m {
-                tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0)?.parse::<i64>().ok(),
-                _ => None,
-            });
+        let xid = tx_start(
+            &self
+                .client
+                .simple_query(BEGIN_SQL)
+                .await
+                .map_err(BatchError::plain)?,
+        );
         let result = self.run(batch).await;
         match result {
             Ok(rows) => {
@@ -288,18 +286,15 @@ impl Loader {
     /// Opens one transaction for many attempts (isolation in one
     /// transaction, see [`Loader::attempt`]); returns its id, which
     /// settles a `COMMIT` that gets no answer.
-    pub async fn begin(&mut self) -> Result<Option<i64>, BatchError> {
+    pub async fn begin(&mut self) -> Result<Option<TxStart>, BatchError> {
         self.in_doubt = None;
         self.pending = Pending::default();
         let messages = self
             .client
-            .simple_query("BEGIN; SELECT txid_current()")
+            .simple_query(BEGIN_SQL)
             .await
             .map_err(BatchError::plain)?;
-        Ok(messages.iter().find_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0)?.parse::<i64>().ok(),
-            _ => None,
-        }))
+        Ok(tx_start(&messages))
     }
 
     /// Loads `batch` inside the transaction [`Loader::begin`] opened, under
@@ -343,7 +338,7 @@ impl Loader {
     /// `Ok(false)` certainly not (the server refused it, e.g. a deferred
     /// constraint), `Err` when the answer was lost with the connection
     /// (see [`Loader::in_doubt`]: its `xid` settles it).
-    pub async fn commit_attempts(&mut self, xid: Option<i64>) -> Result<bool, BatchError> {
+    pub async fn commit_attempts(&mut self, xid: Option<TxStart>) -> Result<bool, BatchError> {
         let pending = std::mem::take(&mut self.pending);
         match self.client.batch_execute("COMMIT").await {
             Ok(()) => {
@@ -352,8 +347,8 @@ impl Loader {
                 Ok(true)
             }
             Err(error) if crate::error::classify(&error) == crate::error::Class::Connection => {
-                self.in_doubt = xid.map(|xid| InDoubt {
-                    xid,
+                self.in_doubt = xid.map(|tx| InDoubt {
+                    tx,
                     rows: 0,
                     skipped_by_table: pending.skipped_by_table,
                 });
@@ -400,7 +395,7 @@ impl Loader {
     /// is a bug). The counts are taken only once the commit succeeded.
     async fn commit(
         &mut self,
-        xid: Option<i64>,
+        xid: Option<TxStart>,
         rows: u64,
         counted: Result<u64>,
     ) -> Result<u64, BatchError> {
@@ -416,8 +411,8 @@ impl Loader {
                 let unknown = crate::error::classify(&error) == crate::error::Class::Connection;
                 if unknown {
                     let skipped_by_table = *counted.as_ref().unwrap_or(&0);
-                    self.in_doubt = xid.map(|xid| InDoubt {
-                        xid,
+                    self.in_doubt = xid.map(|tx| InDoubt {
+                        tx,
                         rows,
                         skipped_by_table,
                     });

@@ -350,7 +350,9 @@ impl Resilient for Session<'_> {
         self.loader.take_skipped()
     }
 
-    fn begin(&mut self) -> impl Future<Output = Result<Option<i64>, BatchError>> + Send {
+    fn begin(
+        &mut self,
+    ) -> impl Future<Output = Result<Option<crate::batch::TxStart>, BatchError>> + Send {
         self.loader.begin()
     }
 
@@ -358,7 +360,7 @@ impl Resilient for Session<'_> {
         self.loader.attempt(batch)
     }
 
-    async fn commit(&mut self, xid: Option<i64>) -> Result<bool, BatchError> {
+    async fn commit(&mut self, xid: Option<crate::batch::TxStart>) -> Result<bool, BatchError> {
         let e = match self.loader.commit_attempts(xid).await {
             Ok(committed) => return Ok(committed),
             Err(e) => e,
@@ -393,16 +395,73 @@ async fn commit_status(
 ) -> Result<Option<bool>, tokio_postgres::Error> {
     for _ in 0..20 {
         let row = client
-            .query_one("SELECT txid_status($1)", &[&d.xid])
+            .query_one(
+                "SELECT CASE WHEN $1 < txid_snapshot_xmax(txid_current_snapshot()) \
+                 THEN txid_status($1) ELSE 'future' END, \
+                 (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::int8",
+                &[&d.tx.xid],
+            )
             .await?;
-        match row.get::<_, Option<String>>(0).as_deref() {
-            Some("committed") => return Ok(Some(true)),
-            Some("aborted") => return Ok(Some(false)),
-            Some("in progress") => tokio::time::sleep(Duration::from_millis(100)).await,
+        let restarted = row.get::<_, Option<i64>>(1) != Some(d.tx.server_started);
+        match (row.get::<_, Option<String>>(0).as_deref(), restarted) {
+            (Some("committed"), false) => return Ok(Some(true)),
+            (Some("committed"), true) => return committed_before_restart(client, d).await,
+            (Some("aborted"), _) => return Ok(Some(false)),
+            // Not handed out (again) since a crash took it back: ours
+            // never committed.
+            (Some("future"), _) => return Ok(Some(false)),
+            // Our session died with the old server: after a restart, a
+            // transaction in progress under our id is a stranger's (ids
+            // that never reached the disk are handed out again), and ours
+            // is lost.
+            (Some("in progress"), true) => return Ok(Some(false)),
+            (Some("in progress"), false) => tokio::time::sleep(Duration::from_millis(100)).await,
             _ => return Ok(None),
         }
     }
     Ok(None)
+}
+
+/// After a crash and restart, `committed` under our id is ours only if
+/// the id was handed out before the crash: below the next id of the
+/// checkpoint that ended the crash recovery (written before the server
+/// took connections). When that checkpoint cannot be read (permissions:
+/// `pg_control_checkpoint` is for superusers unless granted) or a later
+/// checkpoint replaced it, nobody can tell: `None`, and the load stops
+/// saying so rather than guess.
+async fn committed_before_restart(
+    client: &tokio_postgres::Client,
+    d: InDoubt,
+) -> Result<Option<bool>, tokio_postgres::Error> {
+    let Ok(row) = client
+        .query_one(
+            "SELECT (pg_control_checkpoint()).next_xid, \
+             extract(epoch FROM (pg_control_checkpoint()).checkpoint_time \
+                     - pg_postmaster_start_time())::float8",
+            &[],
+        )
+        .await
+    else {
+        return Ok(None);
+    };
+    let next: Option<String> = row.get(0);
+    let after_start: Option<f64> = row.get(1);
+    // The end-of-recovery checkpoint comes within moments of the start; a
+    // later one may already hold ids given out after the restart.
+    let (Some(next), Some(after)) = (next.as_deref().and_then(full_xid), after_start) else {
+        return Ok(None);
+    };
+    if !(0.0..30.0).contains(&after) {
+        return Ok(None);
+    }
+    Ok(Some(d.tx.xid < next))
+}
+
+/// `epoch:xid` (as `pg_control_checkpoint` prints `next_xid`) as the
+/// 64-bit id `txid_current()` returns.
+fn full_xid(text: &str) -> Option<i64> {
+    let (epoch, xid) = text.split_once(':')?;
+    Some((epoch.parse::<i64>().ok()? << 32) | xid.parse::<i64>().ok()?)
 }
 
 /// Without `--rejects`, a record whose line break does not fit the

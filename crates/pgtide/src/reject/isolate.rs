@@ -30,7 +30,7 @@ use std::future::Future;
 use copyfmt::scan::{self, Dialect, Format, RecordSpan};
 
 use super::Reject;
-use crate::batch::{Batch, BatchError};
+use crate::batch::{Batch, BatchError, TxStart};
 use crate::chunk::Chunk;
 use crate::error::{classify, Class, Error, ErrorKind, Result};
 use crate::failure::RowFailure;
@@ -55,7 +55,7 @@ pub trait Resilient {
     /// fault; an error returned is the rows' fault or stops the load.
     fn load(&mut self, batch: &Batch) -> impl Future<Output = Result<u64, BatchError>> + Send;
     /// Opens one transaction for many [`Resilient::attempt`]s; its id.
-    fn begin(&mut self) -> impl Future<Output = Result<Option<i64>, BatchError>> + Send;
+    fn begin(&mut self) -> impl Future<Output = Result<Option<TxStart>, BatchError>> + Send;
     /// Loads `batch` under a savepoint of the open transaction; a failed
     /// batch leaves the transaction usable. No retry here: anything that
     /// is not the rows' fault ends the transaction's pass.
@@ -63,8 +63,10 @@ pub trait Resilient {
     /// Commits the open transaction: `Ok(true)` committed, `Ok(false)`
     /// certainly not; `Err` when nobody can tell (a COMMIT whose answer
     /// was lost and whose transaction the server cannot place).
-    fn commit(&mut self, xid: Option<i64>)
-        -> impl Future<Output = Result<bool, BatchError>> + Send;
+    fn commit(
+        &mut self,
+        xid: Option<TxStart>,
+    ) -> impl Future<Output = Result<bool, BatchError>> + Send;
     /// Rolls the open transaction back.
     fn rollback(&mut self) -> impl Future<Output = ()> + Send;
 }
