@@ -147,10 +147,22 @@ pub async fn isolate(
     mut may_reject: impl FnMut() -> bool,
 ) -> (Isolated, Option<Error>) {
     let again = start.again();
+    // Rows the chunk's own attempt committed (`ON_ERROR ignore`) stay
+    // committed whatever happens here.
+    let committed = match &start {
+        Start::Skipped { rows, .. } => *rows,
+        _ => 0,
+    };
     match in_one_transaction(loader, chunk, start, &mut may_reject).await {
         Ok(Some(out)) => return finish(out, None),
         Ok(None) => {}
-        Err(e) => return finish(Isolated::default(), Some(e)),
+        Err(e) => {
+            let out = Isolated {
+                loaded: committed,
+                ..Isolated::default()
+            };
+            return finish(out, Some(e));
+        }
     }
     let mut out = Isolated::default();
     let result = run(loader, chunk, again, may_reject, &mut out, Mode::PerRange).await;
