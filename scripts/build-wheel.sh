@@ -29,7 +29,9 @@ export PATH="$PWD/$venv/bin:$PATH"
 # target/release/pgtide, which then no longer runs (it looks for the
 # wheel's renamed libssl) while cargo believes it up to date.
 cargo build --release --quiet -p pgtide-cli
-bin=target/release/pgtide
+# Cargo's own output directory (CARGO_TARGET_DIR when set, as cargo does).
+tdir=${CARGO_TARGET_DIR:-target}
+bin=$tdir/release/pgtide
 clean=$(mktemp -d)
 trap 'rm -rf "$clean"' EXIT
 cp -p "$bin" "$clean/pgtide"
@@ -42,8 +44,8 @@ wheel=$(echo "$out" | sed -n 's/.*Built wheel to //p' | tail -n 1)
 
 # Give cargo back its own bytes in every output of its that maturin
 # patched (if cargo relinked meanwhile, remove them: it relinks next time).
-if [ -f target/maturin/pgtide ]; then
-  for f in $(find target/release -maxdepth 2 -samefile target/maturin/pgtide); do
+if [ -f "$tdir/maturin/pgtide" ]; then
+  for f in $(find "$tdir/release" -maxdepth 2 -samefile "$tdir/maturin/pgtide"); do
     if [ "$(stat -c %i "$f")" = "$inode" ]; then
       cp -p "$clean/pgtide" "$f.restore" && mv -f "$f.restore" "$f"
     else
