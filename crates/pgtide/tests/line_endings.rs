@@ -66,6 +66,14 @@ async fn load_format_with_rejects(
     (report, rejected)
 }
 
+/// A fresh `(id int, v text)` table.
+async fn new_table(db: &Db, table: &str) {
+    db.client
+        .batch_execute(&format!("CREATE TABLE {table} (id int, v text)"))
+        .await
+        .unwrap();
+}
+
 async fn ids(db: &Db, table: &str) -> Vec<i32> {
     db.client
         .query(&format!("SELECT id FROM {table} ORDER BY id"), &[])
@@ -132,10 +140,7 @@ async fn quoted_crlf_in_a_chunks_first_row_maps_errors_to_the_right_row() {
         for chunk in [1, 13, 1 << 20] {
             n += 1;
             let table = format!("m{n}");
-            db.client
-                .batch_execute(&format!("CREATE TABLE {table} (id int, v text)"))
-                .await
-                .unwrap();
+            new_table(&db, &table).await;
             let (report, rejected) =
                 load_with_rejects(&db, &table, data, workers, chunk, Header::None).await;
             let ctx = format!("workers {workers} chunk {chunk}");
@@ -171,10 +176,7 @@ async fn rows_with_misfit_line_endings_are_rejected_not_misread() {
         for chunk in [1, 6, 1 << 20] {
             n += 1;
             let table = format!("x{n}");
-            db.client
-                .batch_execute(&format!("CREATE TABLE {table} (id int, v text)"))
-                .await
-                .unwrap();
+            new_table(&db, &table).await;
             let (report, rejected) =
                 load_with_rejects(&db, &table, data, workers, chunk, Header::None).await;
             let ctx = format!("workers {workers} chunk {chunk}");
@@ -268,10 +270,7 @@ async fn random_files_with_quoted_line_breaks_map_every_error_exactly() {
         for (workers, chunk) in [(1, 1), (1, 17), (3, 40), (2, 1 << 20)] {
             n += 1;
             let table = format!("r{n}");
-            db.client
-                .batch_execute(&format!("CREATE TABLE {table} (id int, v text)"))
-                .await
-                .unwrap();
+            new_table(&db, &table).await;
             let (report, rejected) =
                 load_with_rejects(&db, &table, &data, workers, chunk, Header::None).await;
             let ctx = format!(
@@ -298,10 +297,7 @@ async fn a_mid_row_end_marker_follows_the_servers_version() {
     let data = b"1\ta\n2\tb\\.\n3\tc\n";
     for chunk in [1, 1 << 20] {
         let table = format!("mid{chunk}");
-        db.client
-            .batch_execute(&format!("CREATE TABLE {table} (id int, v text)"))
-            .await
-            .unwrap();
+        new_table(&db, &table).await;
         let (report, _) =
             load_format_with_rejects(&db, &table, CopyFormat::Text, data, 1, chunk, Header::None)
                 .await;

@@ -32,6 +32,10 @@ use tokio_postgres::Client;
 use crate::batch::Batch;
 use crate::error::{Error, Result};
 
+#[path = "ledger_entries.rs"]
+mod entries;
+pub use entries::{forget, list, Entry};
+
 /// The schema and table of the ledger.
 pub const LEDGER_TABLE: &str = "pgtide.ledger";
 
@@ -423,84 +427,6 @@ async fn fingerprint(input: &str, full: bool) -> Result<(i64, String)> {
         .await
         .map_err(|e| Error::bug(format!("the fingerprint task failed: {e}")))?
         .map_err(|e| Error::read(&input, e))
-}
-
-/// One load in the ledger, for `pgtide ledger list`.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Entry {
-    /// Canonical input path.
-    pub input: String,
-    /// The table.
-    pub table: String,
-    /// Size on disk when recorded.
-    pub size: i64,
-    /// Decompressed bytes committed.
-    pub bytes_committed: i64,
-    /// Rows committed.
-    pub rows: i64,
-    /// Ledger rows (committed ranges).
-    pub ranges: i64,
-    /// Runs that committed something.
-    pub runs: i64,
-    /// When the last range was committed.
-    pub last_commit: String,
-}
-
-/// Every load in the ledger (none when there is no ledger yet).
-pub async fn list(client: &Client) -> Result<Vec<Entry>> {
-    if !exists(client).await? {
-        return Ok(Vec::new());
-    }
-    let rows = client
-        .query(
-            "SELECT input, table_name, max(size), sum(end_byte - first_byte)::bigint, \
-             sum(rows)::bigint, count(*), count(DISTINCT run), max(committed_at)::text \
-             FROM pgtide.ledger GROUP BY input, table_name ORDER BY input, table_name",
-            &[],
-        )
-        .await?;
-    Ok(rows
-        .iter()
-        .map(|r| Entry {
-            input: r.get(0),
-            table: r.get(1),
-            size: r.get(2),
-            bytes_committed: r.get(3),
-            rows: r.get(4),
-            ranges: r.get(5),
-            runs: r.get(6),
-            last_commit: r.get(7),
-        })
-        .collect())
-}
-
-/// Clears the ledger entries of `input` (a path: canonicalised when it
-/// exists; `None`: every input) and, when given, of that table only
-/// (`schema.name`, or a name matched in any schema). Returns the ledger
-/// rows deleted. The loaded rows are not touched.
-pub async fn forget(client: &Client, input: Option<&str>, table: Option<&str>) -> Result<u64> {
-    if !exists(client).await? {
-        return Ok(0);
-    }
-    let path = input.map(|i| {
-        std::fs::canonicalize(i).map_or_else(|_| i.to_owned(), |p| p.to_string_lossy().into_owned())
-    });
-    let n = client
-        .execute(
-            "DELETE FROM pgtide.ledger WHERE ($1::text IS NULL OR input = $1) \
-             AND ($2::text IS NULL OR table_name = $2 \
-                  OR right(table_name, length($2) + 1) = '.' || $2)",
-            &[&path, &table],
-        )
-        .await?;
-    Ok(n)
-}
-
-async fn exists(client: &Client) -> Result<bool> {
-    let row = client
-        .query_one("SELECT to_regclass('pgtide.ledger') IS NOT NULL", &[])
-        .await?;
-    Ok(row.get(0))
 }
 
 /// What of `chunk` a resumed run still has to load: the runs of records

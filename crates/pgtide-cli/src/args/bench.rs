@@ -1,0 +1,211 @@
+//! `pgtide bench` and `pgtide demo` flags.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+/// `pgtide bench ...`
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Scenario.
+    #[command(subcommand)]
+    pub scenario: BenchScenario,
+}
+
+/// Benchmark scenarios.
+#[derive(Debug, Subcommand)]
+pub enum BenchScenario {
+    /// The seeds' load data sets (t_narrow, t, t_copy1): pgtide load with
+    /// 1, 2 and 4 workers against psql \copy and server-side COPY FROM file.
+    Load(BenchLoadArgs),
+    /// Seed 003: N clients each loading the same 1,000-row file into one
+    /// table in a loop for --seconds; rows per minute for each N, pgtide
+    /// (one connection per client) against psql \copy in a loop.
+    Concurrent(BenchConcurrentArgs),
+    /// Seed 000: 32 concurrent loads of a 10K-row file and 8 of a 1M-row
+    /// file into t_copy1 (pgtide tasks against parallel psql \copy), then
+    /// one 8M-row file with pgtide load --workers 1,2,4, psql and server
+    /// COPY.
+    Parallel(BenchParallelArgs),
+    /// Issue 7 / seed 004: pgtide export (workers x text/csv/binary)
+    /// against psql \copy TO FILE, server COPY TO /dev/null and SELECT
+    /// count(*), on a 10M-int table and a 1M-row wide typed table.
+    Export(BenchExportArgs),
+    /// Issue 7: pgtide copy (1, 2, 4 workers) against the binary and text
+    /// psql pipes and pgcopydb, from --db into a second throwaway server.
+    Copy(BenchExportArgs),
+    /// Seed 002: INSERT ... SELECT of 1M rows into a postgres_fdw foreign
+    /// table on a second throwaway server with batch_size 1 and 100, next
+    /// to a local table.
+    #[command(name = "fdw-batch")]
+    FdwBatch(BenchFdwArgs),
+    /// Seed 001: insert_performance_test loaded by pgtide --method insert,
+    /// pipeline, values, copy and binary against psql \copy and server
+    /// COPY; then a mixed-type CSV by copy vs binary (1 and 2 workers).
+    Methods(BenchMethodsArgs),
+    /// Issue 3's targets: a clean mixed-type load with and without
+    /// --rejects, and the same file with 1% bad rows of every kind.
+    Rejects(BenchRejectsArgs),
+}
+
+/// `pgtide bench rejects ...`
+#[derive(Debug, Args)]
+pub struct BenchRejectsArgs {
+    #[command(flatten)]
+    pub common: BenchCommonArgs,
+    /// Rows in the file.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub rows: u64,
+    /// One bad row every N rows (100 = 1%).
+    #[arg(long, default_value_t = 100)]
+    pub every: u64,
+    /// Worker counts.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2])]
+    pub workers: Vec<usize>,
+    /// Where generated files go (default: a temp dir).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+/// `pgtide bench methods ...`
+#[derive(Debug, Args)]
+pub struct BenchMethodsArgs {
+    #[command(flatten)]
+    pub common: BenchCommonArgs,
+    /// Rows of insert_performance_test (the seed loaded 1,000,000).
+    #[arg(long, default_value_t = 200_000)]
+    pub rows: u64,
+    /// Bytes of text in each row's `content` (the seed's rows were about
+    /// 1.3 KB).
+    #[arg(long, default_value_t = 1200)]
+    pub content_bytes: usize,
+    /// Rows of the mixed-type data set (0 skips it).
+    #[arg(long, default_value_t = 200_000)]
+    pub mixed_rows: u64,
+    /// Where generated CSV files go (default: a temp dir the server can
+    /// read).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+/// Flags shared by the concurrent, parallel, export and fdw-batch
+/// scenarios.
+#[derive(Debug, Args)]
+pub struct BenchCommonArgs {
+    /// Connection; repeat to run the same scenario against several servers
+    /// side by side, labelled by server_version (default: the embedded
+    /// server). Scenarios drop and create their own tables there.
+    #[arg(long = "db", short = 'd', value_name = "CONNINFO")]
+    pub db: Vec<String>,
+    /// Runs per measurement (median, min and max are reported).
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Write results as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Draw the medians as grouped horizontal bars into this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub chart: Option<PathBuf>,
+}
+
+/// `pgtide bench concurrent ...`
+#[derive(Debug, Args)]
+pub struct BenchConcurrentArgs {
+    #[command(flatten)]
+    pub common: BenchCommonArgs,
+    /// Client counts to measure.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4, 8, 16])]
+    pub clients: Vec<usize>,
+    /// Seconds each run keeps loading (the seed used 60).
+    #[arg(long, default_value_t = 10.0)]
+    pub seconds: f64,
+    /// Where the 1,000-row file goes (default: a temp dir).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+/// `pgtide bench parallel ...`
+#[derive(Debug, Args)]
+pub struct BenchParallelArgs {
+    #[command(flatten)]
+    pub common: BenchCommonArgs,
+    /// Rows per file, scaled from the seed's sizes (1.0 = 10K and 1M rows;
+    /// the single large file is 8 times the 1M file).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Worker counts for pgtide load on the large file.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4])]
+    pub workers: Vec<usize>,
+    /// Where generated data files go (default: a temp dir the server can
+    /// read).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+/// `pgtide bench export ...` and `pgtide bench copy ...`
+#[derive(Debug, Args)]
+pub struct BenchExportArgs {
+    #[command(flatten)]
+    pub common: BenchCommonArgs,
+    /// Rows, scaled from the defaults (1.0 = 10M ints and 1M wide rows).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// pgtide --workers counts.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4])]
+    pub workers: Vec<usize>,
+    /// Where exported files (export) or pgcopydb's work directory (copy)
+    /// go (default: a temp dir).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+/// `pgtide bench fdw-batch ...`
+#[derive(Debug, Args)]
+pub struct BenchFdwArgs {
+    #[command(flatten)]
+    pub common: BenchCommonArgs,
+    /// Rows inserted, scaled from the seed's 1M.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// postgres_fdw batch_size values to measure.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 100])]
+    pub batch_sizes: Vec<u32>,
+}
+
+/// `pgtide bench load ...`
+#[derive(Debug, Args)]
+pub struct BenchLoadArgs {
+    /// Connection (default: the embedded server, as for `load`).
+    #[arg(long, short = 'd')]
+    pub db: Option<String>,
+    /// Rows per data set, scaled from the seeds' sizes (1.0 = 10M rows for
+    /// t_narrow and t, 1M for t_copy1).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Runs per measurement (median, min and max are reported).
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Data sets to run (default: all three).
+    #[arg(long, value_delimiter = ',')]
+    pub datasets: Vec<String>,
+    /// Worker counts for pgtide.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4])]
+    pub workers: Vec<usize>,
+    /// Where generated data files go (default: a temp dir the server can read).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Write results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// `pgtide demo`
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Rows to generate.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub rows: u64,
+    /// pgtide workers.
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+}
