@@ -549,4 +549,37 @@ async fn hash_partitions_on_another_server_are_loaded_directly() {
         let n = count(&remote, &format!("SELECT count(*) FROM r{i}")).await;
         assert!(n > 10_000, "r{i} has {n} rows");
     }
+
+    // A row whose line break does not fit the file's style is never sent
+    // on the sharded path either: the load stops at its line, as the main
+    // path does, and nothing of its chunk is loaded.
+    let lines: Vec<String> = rows_csv(3).lines().map(str::to_owned).collect();
+    // Chunks of one row each: the misfit row starts a chunk, and a COPY
+    // of that chunk alone would settle on `\r\n` and load it.
+    let misfit = format!("{}\n{}\r\n{}\n", lines[0], lines[1], lines[2]);
+    opts.chunk_bytes = 1;
+    opts.inputs = vec![db
+        .file(misfit.as_bytes(), support::Compress::None)
+        .to_string_lossy()
+        .into_owned()];
+    let report = pgtide::load::run(
+        &db.target,
+        &opts,
+        std::sync::Arc::new(pgtide::progress::Progress::new(2)),
+    )
+    .await
+    .unwrap();
+    let e = report.failure.expect("a misfit line ending stops the load");
+    assert_eq!(e.sqlstate(), Some("22P04"), "{}", e.message());
+    assert!(
+        e.message().contains(":2: unquoted carriage return"),
+        "{}",
+        e.message()
+    );
+    let loaded = report.rows_loaded as i64;
+    assert!(loaded <= 2, "{loaded}");
+    assert_eq!(
+        count(&db.client, "SELECT count(*) FROM s").await,
+        100_000 + loaded
+    );
 }

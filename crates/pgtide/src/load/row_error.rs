@@ -2,6 +2,8 @@
 //! `--rejects`: the server's words, placed at the file's own line, with
 //! the row and a hint.
 
+use copyfmt::scan::{Dialect, EolError};
+
 use super::outcome::last_line;
 use crate::chunk::Chunk;
 use crate::error::{Error, ErrorKind};
@@ -63,4 +65,28 @@ pub(super) fn show_row(raw: &[u8]) -> String {
         out.push_str("...");
     }
     format!("{out:?}")
+}
+
+/// Without `--rejects`, the first record of `chunk` whose line break does
+/// not fit the input's style stops the load as the server would have:
+/// its message, placed in the input, with the row (see
+/// `Chunk::eol_errors`: such a chunk is never sent, by any load path).
+pub(super) fn line_ending_error(chunk: &Chunk, dialect: &Dialect) -> Option<(Error, RowFailure)> {
+    let (row, span) = RowFailure::first_line_ending(chunk, dialect)?;
+    let message = format!(
+        "{}:{}: {}; row: {}",
+        row.input,
+        row.line,
+        row.message,
+        show_row(&chunk.data[span.start..span.end])
+    );
+    let hint = format!(
+        "{} Every line must end like the file's first line (\\n, \\r\\n or \\r); \
+         use --rejects FILE to set such rows aside and load all the others",
+        row.hint.as_deref().unwrap_or_default()
+    );
+    let error = Error::new(ErrorKind::Server, message)
+        .with_sqlstate(EolError::SQLSTATE)
+        .with_hint(hint);
+    Some((error, row))
 }

@@ -33,6 +33,7 @@ use copyfmt::scan::{self, Dialect};
 use tokio_postgres::Client;
 
 use super::copy::{copy_bytes, Framing};
+use super::row_error::line_ending_error;
 use super::{LineRange, LoadOptions, Method, Report};
 use crate::catalog::{Column, Table};
 use crate::chunk::{Chunk, Chunker, HeaderMode};
@@ -455,13 +456,6 @@ fn route_chunk(s: &Shared, chunk: &Chunk) -> Routed {
     let n = s.dests.len();
     let mut bufs = vec![Vec::new(); n];
     let mut lines = vec![Vec::new(); n];
-    if chunk.eol_errors > 0 {
-        // The server settles line endings per COPY: such a chunk goes
-        // whole through the coordinator, which reports the bad row.
-        bufs[s.coordinator_dest].extend_from_slice(&chunk.data);
-        lines[s.coordinator_dest] = (0..chunk.records).map(|i| chunk.first_line + i).collect();
-        return Routed { bufs, lines };
-    }
     let mut fields = Fields::new();
     let mut scratch = Scratch::default();
     for span in scan::records_with(&s.dialect, chunk.eol, &chunk.data) {
@@ -503,6 +497,15 @@ async fn worker(
     };
     while let Ok(chunk) = rx.recv().await {
         if s.ledger.lock().unwrap().failure.is_some() {
+            break;
+        }
+        if chunk.eol_errors > 0 {
+            // Never sent whole (a COPY that starts with such a record
+            // settles on the wrong line-ending style): stop as the main
+            // path does without --rejects.
+            if let Some((e, _)) = line_ending_error(&chunk, &s.dialect) {
+                s.ledger.lock().unwrap().failure.get_or_insert(e);
+            }
             break;
         }
         let routed = route_chunk(s, &chunk);

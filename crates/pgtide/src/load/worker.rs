@@ -14,11 +14,11 @@ use std::time::Duration;
 use super::loader::new_loader;
 use super::loader::{Batch, BatchError, InDoubt, Loader, LoaderSpec};
 use super::outcome::{last_line, Done, Failed, Shared};
-use super::row_error::{chunk_error, show_row};
+use super::row_error::{chunk_error, line_ending_error};
 use super::RowFailure;
 use crate::chunk::Chunk;
 use crate::conn::Target;
-use crate::error::{classify, Class, Error, ErrorKind};
+use crate::error::{classify, Class, Error};
 use crate::progress::Progress;
 use crate::reject::isolate::{isolate, Resilient, Start};
 
@@ -468,24 +468,9 @@ fn full_xid(text: &str) -> Option<i64> {
 /// input's style stops the load as the server would have: same message,
 /// placed in the input, nothing of the chunk sent. Returns false.
 fn misfit_line_ending(ctx: &Ctx, chunk: &Chunk, spec: &LoaderSpec) -> bool {
-    let Some((row, span)) = RowFailure::first_line_ending(chunk, &spec.dialect) else {
+    let Some((error, row)) = line_ending_error(chunk, &spec.dialect) else {
         return true;
     };
-    let message = format!(
-        "{}:{}: {}; row: {}",
-        row.input,
-        row.line,
-        row.message,
-        show_row(&chunk.data[span.start..span.end])
-    );
-    let hint = format!(
-        "{} Every line must end like the file's first line (\\n, \\r\\n or \\r); \
-         use --rejects FILE to set such rows aside and load all the others",
-        row.hint.as_deref().unwrap_or_default()
-    );
-    let error = Error::new(ErrorKind::Server, message)
-        .with_sqlstate(copyfmt::scan::EolError::SQLSTATE)
-        .with_hint(hint);
     ctx.shared
         .lock()
         .expect("worker state")
