@@ -10,11 +10,13 @@ mod copy;
 mod create;
 mod export;
 mod resume;
+mod upsert;
 pub use bench::{BenchArgs, BenchCommonArgs, BenchLoadArgs, BenchScenario, DemoArgs};
 pub use copy::CopyArgs;
 pub use create::{CreateArg, CreateArgs, CREATE_HELP};
 pub use export::{CompressArg, ExportArgs};
 pub use resume::{LedgerAction, LedgerArgs, ResumeArg, ResumeArgs, RESUME_HELP};
+pub use upsert::{OnConflictArg, UpsertArgs, UPSERT_HELP};
 
 /// pgtide: the fastest and safest way to move rows into, out of and
 /// between PostgreSQL servers.
@@ -149,7 +151,7 @@ pub enum MethodArg {
 
 /// `pgtide load ...`
 #[derive(Debug, Args)]
-#[command(after_long_help = format!("{LOAD_AFTER_HELP}\n\n{CREATE_HELP}\n\n{RESUME_HELP}"))]
+#[command(after_long_help = format!("{LOAD_AFTER_HELP}\n\n{CREATE_HELP}\n\n{RESUME_HELP}\n\n{UPSERT_HELP}"))]
 pub struct LoadArgs {
     /// Input files; `-` reads stdin. gzip and zstd are detected by their
     /// magic bytes.
@@ -311,6 +313,10 @@ pub struct LoadArgs {
     /// --resume.
     #[command(flatten)]
     pub resume: ResumeArgs,
+
+    /// --on-conflict, --key.
+    #[command(flatten)]
+    pub upsert: UpsertArgs,
 }
 
 /// Most `--workers`: each worker is one server connection (PostgreSQL

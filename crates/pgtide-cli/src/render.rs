@@ -60,6 +60,16 @@ pub fn load_summary(r: &Report, json: bool) {
         r.method,
         r.server_version,
     );
+    if let Some(u) = &r.upsert {
+        outln!(
+            "on conflict ({}) {}: inserted {}, updated {}, unchanged {}",
+            u.key.join(", "),
+            u.on_conflict.name(),
+            thousands(u.inserted),
+            thousands(u.updated),
+            thousands(u.unchanged),
+        );
+    }
     for note in &r.notes {
         outln!("note: {note}");
     }

@@ -8,7 +8,9 @@ use pgtide::infer::create::Create;
 use pgtide::load::{self, LoadOptions};
 use pgtide::progress::Progress;
 
-use crate::args::{CreateArg, CreateArgs, FormatArg, HeaderArg, LoadArgs, MethodArg, ResumeArg};
+use crate::args::{
+    CreateArg, CreateArgs, FormatArg, HeaderArg, LoadArgs, MethodArg, OnConflictArg, ResumeArg,
+};
 use crate::progress::{Display, Work};
 use crate::render;
 
@@ -96,6 +98,11 @@ fn options(a: &LoadArgs, format: CopyFormat) -> pgtide::Result<LoadOptions> {
         ResumeArg::Fingerprint => load::ledger::ResumeMode::Edges,
         ResumeArg::Strict => load::ledger::ResumeMode::Strict,
     });
+    o.on_conflict = a.upsert.on_conflict.map(|w| match w {
+        OnConflictArg::Update => load::upsert::OnConflict::Update,
+        OnConflictArg::Skip => load::upsert::OnConflict::Skip,
+    });
+    o.key = a.upsert.key.as_deref().map(parse_column_list).transpose()?;
     let c = &mut o.copy;
     c.header = match a.header {
         HeaderArg::False => Header::None,

@@ -31,7 +31,7 @@ use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::copy::{copy_bytes, Framing};
 use super::setup::is_utf8_name;
-use super::spec::{record_at_line, LoaderSpec, MethodSetup};
+use super::spec::{copy_error, record_at_line, LoaderSpec, MethodSetup};
 use crate::batch::{Batch, BatchError};
 use crate::error::Result;
 use crate::failure::parse_context;
@@ -261,6 +261,42 @@ pub(super) async fn load(
         }
     })?;
     Ok(binary_rows + text_rows)
+}
+
+/// [`load`] for rows that must reach the table in the input's order (the
+/// `--on-conflict` stage, where a row's position decides which duplicate
+/// wins): every record is encoded first, and if one cannot be, the whole
+/// batch goes by text COPY rather than a deferred record after the others.
+pub(super) async fn load_in_order(
+    client: &Client,
+    spec: &LoaderSpec,
+    encoders: &[Encoder],
+    batch: &Batch,
+) -> std::result::Result<u64, BatchError> {
+    let data = &batch.data;
+    let mut out = Vec::with_capacity(data.len() + 64);
+    write_header(&mut out);
+    let mut fields = Fields::new();
+    for span in scan::records(&spec.dialect, data) {
+        let rec = &data[span.start..span.end];
+        if !encode_record(spec, encoders, rec, &mut fields, &mut out) {
+            let framing = Framing::default();
+            return copy_bytes(client, &spec.copy_sql, &framing, data, spec.message_bytes)
+                .await
+                .map_err(|e| copy_error(spec, data, e));
+        }
+    }
+    write_trailer(&mut out);
+    let sql = binary_copy_sql(&spec.setup);
+    copy_bytes(
+        client,
+        &sql,
+        &Framing::default(),
+        &Bytes::from(out),
+        spec.message_bytes,
+    )
+    .await
+    .map_err(|e| binary_error(spec, &[], e))
 }
 
 /// A binary COPY error: its `line N` is the N-th tuple sent, which is the

@@ -25,6 +25,7 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use copyfmt::convert::Encoder;
 use tokio_postgres::Client;
 
@@ -37,6 +38,7 @@ use super::spec::copy_error;
 pub use super::spec::{record_at_line, LoaderSpec, Method, MethodSetup};
 use super::step::in_step_after;
 pub(super) use super::step::rollback_in_step;
+use super::upsert::Merged;
 use super::values;
 use super::wire;
 use crate::batch::{tx_start, TxStart, BEGIN_SQL};
@@ -152,6 +154,17 @@ pub struct Loader {
     /// The connection's stream for `pipeline`'s protocol path
     /// (`load/wire.rs`); without it, `pipeline` goes through tokio-postgres.
     wire: Option<crate::conn::Wire>,
+    /// `--on-conflict`: the session's staging table exists.
+    stage_ready: bool,
+    /// `--on-conflict`: the batch [`Loader::stage`] left in the staging
+    /// table (its bytes), which the next `load` of it merges without
+    /// COPYing again.
+    staged: Option<Bytes>,
+    /// `--on-conflict`: what the last merge did, counted once committed.
+    merged_now: Merged,
+    /// `--on-conflict`: rows committed merges inserted and updated, not
+    /// yet taken by [`Loader::take_merged`].
+    merged: Merged,
 }
 
 /// Counts of attempts not yet committed.
@@ -159,6 +172,7 @@ pub struct Loader {
 struct Pending {
     skipped_by_table: u64,
     bug: Option<Error>,
+    merged: Merged,
 }
 
 /// A batch whose `COMMIT` got no answer.
@@ -170,6 +184,8 @@ pub struct InDoubt {
     pub rows: u64,
     /// Rows the table dropped on purpose, if it committed.
     pub skipped_by_table: u64,
+    /// `--on-conflict`: rows it inserted and updated, if it committed.
+    pub merged: Merged,
 }
 
 impl Loader {
@@ -187,6 +203,10 @@ impl Loader {
             mark: None,
             pending: Pending::default(),
             wire: None,
+            stage_ready: false,
+            staged: None,
+            merged_now: Merged::default(),
+            merged: Merged::default(),
         }
     }
 
@@ -227,6 +247,13 @@ impl Loader {
     /// doubt and turned out committed (it is settled on a new loader).
     pub fn committed_in_doubt(&mut self, d: InDoubt) {
         self.skipped_by_table += d.skipped_by_table;
+        self.merged.add(d.merged);
+    }
+
+    /// `--on-conflict`: rows that committed merges inserted and updated
+    /// since the last call.
+    pub fn take_merged(&mut self) -> Merged {
+        std::mem::take(&mut self.merged)
     }
 
     /// Hands over what `ON_ERROR` skipped in a batch whose commit was in
@@ -255,6 +282,7 @@ impl Loader {
     pub async fn load(&mut self, batch: &Batch) -> Result<u64, BatchError> {
         self.in_doubt = None;
         self.skipped.clear();
+        self.ensure_stage().await?;
         // One round trip: open the transaction and learn its id, which is
         // what settles a COMMIT that got no answer.
         let xid = tx_start(
@@ -289,6 +317,7 @@ impl Loader {
     pub async fn begin(&mut self) -> Result<Option<TxStart>, BatchError> {
         self.in_doubt = None;
         self.pending = Pending::default();
+        self.ensure_stage().await?;
         let messages = self
             .client
             .simple_query(BEGIN_SQL)
@@ -316,6 +345,9 @@ impl Loader {
                     Ok(n) => self.pending.skipped_by_table += n,
                     Err(bug) => self.pending.bug = self.pending.bug.take().or(Some(bug)),
                 }
+                self.pending
+                    .merged
+                    .add(std::mem::take(&mut self.merged_now));
                 self.client
                     .batch_execute("RELEASE SAVEPOINT pgtide_attempt")
                     .await
@@ -344,6 +376,7 @@ impl Loader {
             Ok(()) => {
                 self.skipped_by_table += pending.skipped_by_table;
                 self.bug = self.bug.take().or(pending.bug);
+                self.merged.add(pending.merged);
                 Ok(true)
             }
             Err(error) if crate::error::classify(&error) == crate::error::Class::Connection => {
@@ -351,6 +384,7 @@ impl Loader {
                     tx,
                     rows: 0,
                     skipped_by_table: pending.skipped_by_table,
+                    merged: pending.merged,
                 });
                 Err(BatchError {
                     record: None,
@@ -399,12 +433,14 @@ impl Loader {
         rows: u64,
         counted: Result<u64>,
     ) -> Result<u64, BatchError> {
+        let merged = std::mem::take(&mut self.merged_now);
         match self.client.batch_execute("COMMIT").await {
             Ok(()) => {
                 match counted {
                     Ok(n) => self.skipped_by_table += n,
                     Err(bug) => self.bug = Some(bug),
                 }
+                self.merged.add(merged);
                 Ok(rows)
             }
             Err(error) => {
@@ -415,6 +451,7 @@ impl Loader {
                         tx,
                         rows,
                         skipped_by_table,
+                        merged,
                     });
                 }
                 Err(BatchError {
@@ -449,8 +486,95 @@ impl Loader {
         self.mark.take()
     }
 
-    /// The method's statements.
+    /// The method's statements; with `--on-conflict`, into the staging
+    /// table (unless [`Loader::stage`] put this batch there already), then
+    /// the merge.
     async fn run_method(&mut self, batch: &Batch) -> Result<u64, BatchError> {
+        let Some(upsert) = self.spec.upsert.clone() else {
+            return self.send_rows(batch).await;
+        };
+        self.merged_now = Merged::default();
+        let staged = self
+            .staged
+            .take()
+            .is_some_and(|s| same_bytes(&s, &batch.data));
+        let rows = if staged {
+            batch.records
+        } else {
+            self.client
+                .batch_execute(&upsert.truncate_sql)
+                .await
+                .map_err(BatchError::plain)?;
+            self.send_rows(batch).await?
+        };
+        let row = self
+            .client
+            .query_one(upsert.merge_sql.as_str(), &[])
+            .await
+            .map_err(BatchError::plain)?;
+        self.merged_now = super::upsert::merged(&row);
+        Ok(rows)
+    }
+
+    /// `--on-conflict`: COPYs `batch` into the staging table in a
+    /// transaction of its own (nothing to make durable: the table is
+    /// temporary), so that it is ready when the batch's turn to merge
+    /// comes (`load/order.rs`). A failed COPY is reported as `load` would
+    /// report it; the batch's `load` then COPYs again in its transaction.
+    pub async fn stage(&mut self, batch: &Batch) -> Result<(), BatchError> {
+        let Some(upsert) = self.spec.upsert.clone() else {
+            return Ok(());
+        };
+        self.staged = None;
+        self.ensure_stage().await?;
+        let open = format!(
+            "BEGIN; SET LOCAL synchronous_commit = off; {}",
+            upsert.truncate_sql
+        );
+        self.client
+            .batch_execute(&open)
+            .await
+            .map_err(BatchError::plain)?;
+        match self.send_rows(batch).await {
+            Ok(rows) => {
+                self.client
+                    .batch_execute("COMMIT")
+                    .await
+                    .map_err(BatchError::plain)?;
+                // A count that differs is left to the batch's own
+                // transaction, which checks it (`check_count`).
+                if rows == batch.records {
+                    self.staged = Some(batch.data.clone());
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if !rollback_in_step(&self.client).await {
+                    self.discard();
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// `--on-conflict`: creates the session's staging table, outside any
+    /// transaction (one that rolled back would take the table with it).
+    async fn ensure_stage(&mut self) -> Result<(), BatchError> {
+        let Some(upsert) = self.spec.upsert.clone() else {
+            return Ok(());
+        };
+        if !self.stage_ready {
+            self.client
+                .batch_execute(&upsert.create_sql)
+                .await
+                .map_err(BatchError::plain)?;
+            self.stage_ready = true;
+        }
+        Ok(())
+    }
+
+    /// The rows of `batch`, sent by the method.
+    async fn send_rows(&mut self, batch: &Batch) -> Result<u64, BatchError> {
         let spec = self.spec.clone();
         match spec.method {
             Method::Copy => self.copy(batch).await,
@@ -467,6 +591,9 @@ impl Loader {
                     }
                 };
                 match encoders {
+                    Some(enc) if spec.upsert.is_some() => {
+                        binary::load_in_order(&self.client, &spec, &enc, batch).await
+                    }
                     Some(enc) => binary::load(&self.client, &spec, &enc, batch).await,
                     None => self.copy(batch).await,
                 }
@@ -549,6 +676,11 @@ impl Loader {
         let plain = self.spec.copy_sql.clone();
         self.copy_with(&plain, batch).await
     }
+}
+
+/// The same bytes, by identity: a batch is a slice of its chunk.
+fn same_bytes(a: &Bytes, b: &Bytes) -> bool {
+    a.as_ptr() == b.as_ptr() && a.len() == b.len()
 }
 
 /// Whether a NOTICE with this routine is ON_ERROR's "skipping row ...":

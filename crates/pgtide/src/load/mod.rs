@@ -25,6 +25,7 @@ mod insert;
 mod invariants;
 pub mod ledger;
 pub mod loader;
+mod order;
 mod outcome;
 mod pipeline;
 mod plan;
@@ -35,6 +36,7 @@ mod setup;
 pub mod sharded;
 mod spec;
 mod step;
+pub mod upsert;
 mod values;
 mod wire;
 mod worker;
@@ -106,6 +108,11 @@ pub struct LoadOptions {
     /// (`pgtide.ledger`, in the chunk's transaction) and skip what earlier
     /// runs committed or rejected (see [`ledger`]).
     pub resume: Option<ledger::ResumeMode>,
+    /// `--on-conflict`: merge into existing rows through a staging table
+    /// (see [`upsert`]).
+    pub on_conflict: Option<upsert::OnConflict>,
+    /// `--key`: the columns rows are matched on (default: the primary key).
+    pub key: Option<Vec<String>>,
 }
 
 impl LoadOptions {
@@ -131,6 +138,8 @@ impl LoadOptions {
             route: Default::default(),
             shard_db: Default::default(),
             resume: None,
+            on_conflict: None,
+            key: None,
         }
     }
 }
@@ -195,6 +204,26 @@ pub struct Report {
     pub failure: Option<Error>,
     /// Where in the input the failure is, when it is one row.
     pub failed_row: Option<RowFailure>,
+    /// `--on-conflict`: what the loaded rows did to the table.
+    pub upsert: Option<UpsertReport>,
+}
+
+/// What an `--on-conflict` load did: every loaded row was inserted,
+/// updated an existing row, or left the table unchanged.
+#[derive(Debug, Clone, Serialize)]
+pub struct UpsertReport {
+    /// `update` or `skip`.
+    pub on_conflict: upsert::OnConflict,
+    /// The key rows were matched on.
+    pub key: Vec<String>,
+    /// Rows with a new key.
+    pub inserted: u64,
+    /// Existing rows overwritten (`update`).
+    pub updated: u64,
+    /// Loaded rows that changed nothing: their key existed (`skip`), a
+    /// later row of the input had the same key (`update`) or an earlier
+    /// one (`skip`), or a trigger dropped them.
+    pub unchanged: u64,
 }
 
 impl Report {
@@ -238,7 +267,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     check_forced_columns(&opts.copy, &columns, &table)?;
     // Sharded targets (issue 10): the client routes a partitioned table's
     // rows to its leaves (crate::shard) when it can; else on below.
-    if table.kind == 'p' && opts.resume.is_none() {
+    if table.kind == 'p' && opts.resume.is_none() && opts.on_conflict.is_none() {
         if let Ok(plan) = sharded::plan(target, opts, &table, &columns).await? {
             drop(control);
             let (v, skip) = (server_version, table_may_skip);
@@ -247,13 +276,25 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         }
     }
     let column_names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
-    let list = opts
-        .columns
-        .as_ref()
-        .map(|_| catalog::column_list(&columns));
-    let sql = opts
-        .copy
-        .copy_from_sql(&table.name.quoted(), list.as_deref());
+    let upsert = match opts.on_conflict {
+        None => None,
+        Some(mode) => {
+            let key = opts.key.as_deref();
+            Some(upsert::resolve(&control, &table, &columns, mode, key, major).await?)
+        }
+    };
+    // --on-conflict: the rows go to the staging table, which needs the
+    // column list (it has one more column), and whose name the server
+    // prints in error contexts.
+    let (copy_table, relname) = match &upsert {
+        None => (table.name.quoted(), table.name.name.clone()),
+        Some(_) => (
+            format!("pg_temp.{}", upsert::STAGE),
+            upsert::STAGE.to_owned(),
+        ),
+    };
+    let list = (opts.columns.is_some() || upsert.is_some()).then(|| catalog::column_list(&columns));
+    let sql = opts.copy.copy_from_sql(&copy_table, list.as_deref());
     // PostgreSQL 17 skips rows with bad values itself (ON_ERROR): one pass
     // instead of retries for the commonest dirty data. Not for binary input
     // (COPY refuses it) nor other methods (they send no COPY text).
@@ -261,6 +302,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     // it committed, and ON_ERROR's skipped rows are not decided yet then.
     let on_error_sql = (opts.rejects.is_some()
         && opts.resume.is_none()
+        && upsert.is_none()
         && major >= 17
         && opts.method == Method::Copy
         && opts.copy.format != CopyFormat::Binary)
@@ -292,8 +334,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     let resuming = resume.as_ref().is_some_and(|r| r.entries > 0);
     drop(control);
     let dialect = opts.copy.dialect(major);
-    let mut method_setup =
-        loader::MethodSetup::new(table.name.quoted(), &columns, &opts.copy, &dialect);
+    let mut method_setup = loader::MethodSetup::new(copy_table, &columns, &opts.copy, &dialect);
     method_setup.sql = opts.sql.clone();
     method_setup.batch_rows = opts.batch_rows;
     let plan = pool::Plan {
@@ -304,7 +345,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         format: opts.copy.format,
         header: opts.copy.header,
         column_names,
-        relname: table.name.name.clone(),
+        relname,
         inputs: opts.inputs.clone(),
         workers: opts.workers,
         chunk_bytes: opts.chunk_bytes,
@@ -321,7 +362,9 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         max_rejects: opts.max_rejects,
         method_setup,
         on_error_sql,
-        table_may_skip,
+        // The staging table has no triggers: its COPY counts every row.
+        table_may_skip: table_may_skip && upsert.is_none(),
+        upsert: upsert.clone().map(Arc::new),
         resume: resume.clone(),
         earlier_rejects,
     };
@@ -345,6 +388,15 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         notes: outcome.notes,
         failure: outcome.failure,
         failed_row: outcome.failed_row,
+        upsert: upsert.map(|u| UpsertReport {
+            on_conflict: u.mode,
+            key: u.key,
+            inserted: outcome.merged.inserted,
+            updated: outcome.merged.updated,
+            unchanged: outcome
+                .rows_loaded
+                .saturating_sub(outcome.merged.inserted + outcome.merged.updated),
+        }),
     };
     if let Some(plan) = &created {
         create::report(plan, &mut report);
@@ -370,6 +422,12 @@ fn check_local(opts: &LoadOptions) -> Result<()> {
     opts.copy.validate()?;
     if opts.workers == 0 {
         return Err(Error::config("--workers must be at least 1"));
+    }
+    if opts.on_conflict.is_some() {
+        upsert::check_method(opts.method)?;
+    } else if opts.key.is_some() {
+        return Err(Error::config("--key needs --on-conflict")
+            .with_hint("e.g. --on-conflict update --key id"));
     }
     if opts.resume.is_some() && opts.inputs.iter().any(|i| i == "-") {
         return Err(ledger::stdin_refused());

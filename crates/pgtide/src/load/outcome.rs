@@ -36,6 +36,8 @@ pub(super) struct Shared {
     /// Rows the table dropped on purpose (its triggers).
     pub skipped_by_table: u64,
     pub bytes: u64,
+    /// `--on-conflict`: rows committed merges inserted and updated.
+    pub merged: super::upsert::Merged,
 }
 
 /// The last physical line of a chunk (binary: its last tuple).

@@ -37,6 +37,8 @@ pub(super) struct Plan {
     pub on_error_sql: Option<String>,
     /// The target's triggers may drop rows (`catalog::may_skip_rows`).
     pub table_may_skip: bool,
+    /// `--on-conflict`: the staging table and the merge.
+    pub upsert: Option<std::sync::Arc<super::upsert::Upsert>>,
     /// Columns, NULL spelling, `--sql` and `--batch-rows` for the methods.
     pub method_setup: super::loader::MethodSetup,
     /// `--resume`: what earlier runs did (skipped), and the ledger

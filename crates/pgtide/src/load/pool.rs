@@ -42,6 +42,8 @@ pub(super) struct Outcome {
     pub notes: Vec<String>,
     pub failure: Option<Error>,
     pub failed_row: Option<RowFailure>,
+    /// `--on-conflict`: rows the committed merges inserted and updated.
+    pub merged: super::upsert::Merged,
 }
 
 /// Runs the load. Nothing is written (table, reject file) until every
@@ -70,6 +72,7 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         setup: Arc::new(plan.method_setup.clone()),
         on_error_sql: plan.on_error_sql.clone(),
         table_may_skip: plan.table_may_skip,
+        upsert: plan.upsert.clone(),
     };
     // Checked on a loader's own connection: its session is the loaders'.
     let method_notes = match clients.first() {
@@ -106,6 +109,7 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         isolate: plan.rejects.is_some(),
         max_rejects: plan.max_rejects,
         resume: plan.resume.clone(),
+        order: plan.upsert.as_ref().map(|_| super::order::Order::new()),
     });
     let mut tasks = Vec::new();
     for (id, (client, notices, wire)) in clients.into_iter().enumerate() {
@@ -231,6 +235,7 @@ fn summarize(shared: Arc<Mutex<Shared>>, read: ReadStats, method: Method) -> Out
         notes,
         failure,
         failed_row,
+        merged: s.merged,
     }
 }
 

@@ -410,6 +410,7 @@ pub async fn run(
         notes,
         failure: ledger.failure.take(),
         failed_row: None,
+        upsert: None,
     };
     if report.failure.is_none()
         && report.rows_read != report.rows_loaded + report.rows_skipped_by_table

@@ -86,6 +86,9 @@ pub struct LoaderSpec {
     /// rule). Only then may the server count fewer rows than were sent
     /// (`check_count`).
     pub table_may_skip: bool,
+    /// `--on-conflict`: the COPY statements above load the session's
+    /// staging table, merged into the target by this (`load/upsert.rs`).
+    pub upsert: Option<Arc<super::upsert::Upsert>>,
 }
 
 /// A text COPY's error, with the record its `line N` designates in `data`.

@@ -40,6 +40,8 @@ pub(super) struct Ctx {
     pub max_rejects: Option<u64>,
     /// `--resume`: each chunk's batches record their bytes in the ledger.
     pub resume: Option<Arc<super::ledger::Resume>>,
+    /// `--on-conflict`: chunks take effect in input order.
+    pub order: Option<super::order::Order>,
 }
 
 /// Runs until the channel closes or a chunk fails.
@@ -53,6 +55,11 @@ pub(super) async fn work(
         if let Some(r) = &ctx.resume {
             loader.set_mark(r.mark(&chunk.input, &chunk.data, chunk.first_byte));
         }
+        if !in_turn(&mut loader, &ctx, &chunk).await {
+            // An earlier chunk failed: this one must not take effect.
+            rx.close();
+            break;
+        }
         if chunk.eol_errors > 0 {
             // Never sent whole: a COPY that starts with such a record
             // settles on the wrong line-ending style and misplaces rows.
@@ -62,7 +69,7 @@ pub(super) async fn work(
                 misfit_line_ending(&ctx, &chunk, loader.spec())
             };
             let counted = counted_by_server(&mut loader, &ctx, &chunk);
-            if !ok || !counted {
+            if !chunk_over(&ctx, &chunk, ok && counted) {
                 rx.close();
                 break;
             }
@@ -95,11 +102,42 @@ pub(super) async fn work(
             }
         };
         let counted = counted_by_server(&mut loader, &ctx, &chunk);
-        if !ok || !counted {
+        if !chunk_over(&ctx, &chunk, ok && counted) {
             rx.close();
             break;
         }
     }
+}
+
+/// `--on-conflict`: stages the chunk's rows (the COPY, while earlier
+/// chunks merge), then waits until every earlier chunk is over. False when
+/// one of them failed. A staging that failed is left to the chunk's own
+/// transaction, which COPYs again and meets the error there.
+async fn in_turn(loader: &mut Loader, ctx: &Ctx, chunk: &Chunk) -> bool {
+    let Some(order) = &ctx.order else {
+        return true;
+    };
+    if chunk.eol_errors == 0 {
+        let batch = Batch {
+            data: chunk.data.clone(),
+            records: chunk.records,
+        };
+        let _ = loader.stage(&batch).await;
+    }
+    order.wait(chunk.seq).await
+}
+
+/// A chunk is over (`ok`: every row committed or rejected): later chunks
+/// may take their turn (`--on-conflict`). Returns `ok`.
+fn chunk_over(ctx: &Ctx, chunk: &Chunk, ok: bool) -> bool {
+    if let Some(order) = &ctx.order {
+        if ok {
+            order.finished(chunk.seq);
+        } else {
+            order.failed(chunk.seq);
+        }
+    }
+    ok
 }
 
 /// Isolates the bad rows of a failed chunk; false when the load must stop.
@@ -172,8 +210,10 @@ fn finished(
 fn counted_by_server(loader: &mut Loader, ctx: &Ctx, chunk: &Chunk) -> bool {
     let skipped = loader.take_skipped_by_table();
     let bug = loader.take_bug();
+    let merged = loader.take_merged();
     let mut s = ctx.shared.lock().expect("worker state");
     s.skipped_by_table += skipped;
+    s.merged.add(merged);
     let Some(bug) = bug else { return true };
     let error = Error::bug(format!(
         "{}: lines {}-{}: {}",

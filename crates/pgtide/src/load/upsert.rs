@@ -1,0 +1,271 @@
+//! `--on-conflict update|skip`: merging a file into a table that already
+//! has rows.
+//!
+//! Each batch is COPYed (text, or binary with `--method binary`) into a
+//! temporary staging table of the session, [`STAGE`]: the loaded columns
+//! with the target's types and collations (`CREATE TEMP TABLE .. AS SELECT
+//! .. WITH NO DATA`), plus the row's position in the batch ([`ORD`], an
+//! identity). It is then merged into the target with one `INSERT .. SELECT
+//! .. ON CONFLICT (key) DO UPDATE | DO NOTHING` in the batch's transaction.
+//! The stage has no constraints: a type error is found by the COPY, with
+//! its line; NOT NULL, CHECK, foreign keys and other unique indexes by the
+//! merge, which names no line, so isolation (`--rejects`) bisects to the row.
+//!
+//! Duplicate keys in the input: the **last** row wins for `update`, the
+//! **first** for `skip`, whatever `--workers` and `--chunk-bytes` are.
+//! Inside a batch, `DISTINCT ON (key) .. ORDER BY key, position` keeps that
+//! row (one `INSERT .. ON CONFLICT DO UPDATE` may not touch a row twice);
+//! across chunks, chunks merge in input order (`load/order.rs`). Rows whose
+//! key has a NULL never conflict (unless the index is `NULLS NOT
+//! DISTINCT`), so they are never folded together: each is inserted.
+//!
+//! Counts: every row that reached the merge is loaded; the summary splits
+//! them into inserted, updated and unchanged (a row that met an existing
+//! key with `skip`, or was superseded by a later row with the same key in
+//! the file, or that a BEFORE trigger dropped), from `RETURNING (xmax = 0)`:
+//! 0 for a row version that this statement inserted, the updater's id for
+//! one it updated.
+
+use tokio_postgres::Client;
+
+use crate::catalog::{Column, Table};
+use crate::error::{Error, Result};
+use crate::ident::quote;
+
+/// The staging table, in the session's own temporary schema.
+pub const STAGE: &str = "pgtide_stage";
+
+/// The staging table's column holding each row's position in the batch.
+pub const ORD: &str = "pgtide_ord";
+
+/// What to do with a row whose key is in the table already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnConflict {
+    /// Overwrite the loaded columns of the existing row (last row wins).
+    Update,
+    /// Keep the existing row (first row wins).
+    Skip,
+}
+
+impl OnConflict {
+    /// The name users type.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnConflict::Update => "update",
+            OnConflict::Skip => "skip",
+        }
+    }
+}
+
+/// An upsert, resolved against the catalog.
+#[derive(Debug, Clone)]
+pub struct Upsert {
+    /// `update` or `skip`.
+    pub mode: OnConflict,
+    /// The conflict key, as stored.
+    pub key: Vec<String>,
+    /// Creates [`STAGE`] (run once per connection, outside a transaction).
+    pub create_sql: String,
+    /// Empties [`STAGE`] before each batch is COPYed into it.
+    pub truncate_sql: String,
+    /// Merges [`STAGE`] into the target; answers (inserted, merged).
+    pub merge_sql: String,
+}
+
+/// Rows a committed merge inserted and updated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Merged {
+    /// New keys.
+    pub inserted: u64,
+    /// Existing rows overwritten (`update`).
+    pub updated: u64,
+}
+
+impl Merged {
+    /// Adds `other`'s counts.
+    pub fn add(&mut self, other: Merged) {
+        self.inserted += other.inserted;
+        self.updated += other.updated;
+    }
+}
+
+/// A unique index of the target that `ON CONFLICT` can use.
+struct UniqueKey {
+    primary: bool,
+    columns: Vec<String>,
+    nulls_not_distinct: bool,
+}
+
+/// Resolves `--on-conflict` for loading `columns` into `table`: the key
+/// (`--key`, else the primary key) must be the columns of a unique index
+/// (not partial, not on expressions, not deferrable: what `ON CONFLICT`
+/// accepts as an arbiter) and all be loaded.
+pub async fn resolve(
+    client: &Client,
+    table: &Table,
+    columns: &[&Column],
+    mode: OnConflict,
+    key: Option<&[String]>,
+    major: u32,
+) -> Result<Upsert> {
+    let keys = unique_keys(client, table, major).await?;
+    let list = |k: &UniqueKey| format!("({})", k.columns.join(", "));
+    let known = keys.iter().map(list).collect::<Vec<_>>().join(", ");
+    let chosen = match key {
+        None => keys.iter().find(|k| k.primary).ok_or_else(|| {
+            Error::config(format!(
+                "--on-conflict: table {} has no primary key to match rows on",
+                table.name
+            ))
+            .with_hint(if known.is_empty() {
+                "add a primary key or unique index, or name its columns with --key".to_owned()
+            } else {
+                format!("name the key with --key, one of its unique indexes: {known}")
+            })
+        })?,
+        Some(wanted) => {
+            let same = |k: &&UniqueKey| {
+                k.columns.len() == wanted.len() && wanted.iter().all(|w| k.columns.contains(w))
+            };
+            keys.iter().find(same).ok_or_else(|| {
+                Error::config(format!(
+                    "--key {}: table {} has no unique index on exactly these columns \
+                     (ON CONFLICT needs one; partial, expression and deferrable ones do not count)",
+                    wanted.join(", "),
+                    table.name
+                ))
+                .with_hint(if known.is_empty() {
+                    "create a unique index on the key columns first".to_owned()
+                } else {
+                    format!("its unique keys: {known}")
+                })
+            })?
+        }
+    };
+    for k in &chosen.columns {
+        if !columns.iter().any(|c| &c.name == k) {
+            return Err(Error::config(format!(
+                "--on-conflict: key column {k:?} is not loaded from the file"
+            ))
+            .with_hint("add it to --columns: rows are matched on the key's values"));
+        }
+    }
+    if columns.iter().any(|c| c.name == ORD) {
+        return Err(Error::config(format!(
+            "--on-conflict cannot load a column named {ORD:?}: the staging table uses that name"
+        ))
+        .with_hint("load without --on-conflict, or with --method pipeline --sql 'INSERT .. ON CONFLICT ..'"));
+    }
+    let loaded: Vec<String> = columns.iter().map(|c| quote(&c.name)).collect();
+    Ok(Upsert {
+        mode,
+        key: chosen.columns.clone(),
+        create_sql: format!(
+            "CREATE TEMP TABLE {STAGE} AS SELECT {} FROM {} WITH NO DATA; \
+             ALTER TABLE pg_temp.{STAGE} ADD COLUMN {ORD} int8 GENERATED ALWAYS AS IDENTITY",
+            loaded.join(", "),
+            table.name.quoted()
+        ),
+        truncate_sql: format!("TRUNCATE pg_temp.{STAGE}"),
+        merge_sql: merge_sql(&table.name.quoted(), &loaded, chosen, mode),
+    })
+}
+
+/// The merge statement (see the module documentation).
+fn merge_sql(table: &str, loaded: &[String], key: &UniqueKey, mode: OnConflict) -> String {
+    let keys: Vec<String> = key.columns.iter().map(|k| quote(k)).collect();
+    let cols = loaded.join(", ");
+    let keys_list = keys.join(", ");
+    let direction = match mode {
+        OnConflict::Update => "DESC",
+        OnConflict::Skip => "ASC",
+    };
+    let winners = |filter: &str| {
+        format!(
+            "SELECT DISTINCT ON ({keys_list}) {cols} FROM pg_temp.{STAGE}{filter} \
+             ORDER BY {keys_list}, {ORD} {direction}"
+        )
+    };
+    let staged = if key.nulls_not_distinct {
+        winners("")
+    } else {
+        let not_null: Vec<String> = keys.iter().map(|k| format!("{k} IS NOT NULL")).collect();
+        let any_null: Vec<String> = keys.iter().map(|k| format!("{k} IS NULL")).collect();
+        format!(
+            "({}) UNION ALL (SELECT {cols} FROM pg_temp.{STAGE} WHERE {})",
+            winners(&format!(" WHERE {}", not_null.join(" AND "))),
+            any_null.join(" OR ")
+        )
+    };
+    let updates: Vec<String> = loaded
+        .iter()
+        .filter(|c| !keys.contains(c))
+        .map(|c| format!("{c} = EXCLUDED.{c}"))
+        .collect();
+    let action = match mode {
+        OnConflict::Update if !updates.is_empty() => {
+            format!("DO UPDATE SET {}", updates.join(", "))
+        }
+        _ => "DO NOTHING".to_owned(),
+    };
+    format!(
+        "WITH staged AS ({staged}), \
+         merged AS (INSERT INTO {table} ({cols}) SELECT {cols} FROM staged \
+         ON CONFLICT ({keys_list}) {action} RETURNING (xmax = 0) AS inserted) \
+         SELECT count(*) FILTER (WHERE inserted), count(*) FROM merged"
+    )
+}
+
+/// The target's unique indexes that `ON CONFLICT` can infer.
+async fn unique_keys(client: &Client, table: &Table, major: u32) -> Result<Vec<UniqueKey>> {
+    // indnullsnotdistinct exists from PostgreSQL 15 on.
+    let nulls = if major >= 15 {
+        "i.indnullsnotdistinct"
+    } else {
+        "false"
+    };
+    let sql = format!(
+        "SELECT i.indisprimary, \
+                array(SELECT a.attname::text FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(n, o) \
+                      JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n \
+                      ORDER BY k.o), \
+                {nulls} \
+         FROM pg_index i \
+         WHERE i.indrelid = $1 AND i.indisunique AND i.indimmediate AND i.indisvalid \
+           AND i.indexprs IS NULL AND i.indpred IS NULL \
+         ORDER BY NOT i.indisprimary, i.indexrelid"
+    );
+    let rows = client.query(&sql, &[&table.oid]).await?;
+    Ok(rows
+        .iter()
+        .map(|r| UniqueKey {
+            primary: r.get(0),
+            columns: r.get(1),
+            nulls_not_distinct: r.get(2),
+        })
+        .collect())
+}
+
+/// The (inserted, merged) answer of [`Upsert::merge_sql`].
+pub(super) fn merged(row: &tokio_postgres::Row) -> Merged {
+    let inserted: i64 = row.get(0);
+    let merged: i64 = row.get(1);
+    Merged {
+        inserted: inserted as u64,
+        updated: (merged - inserted) as u64,
+    }
+}
+
+/// `--on-conflict` runs over COPY (text or binary) only.
+pub(super) fn check_method(method: super::Method) -> Result<()> {
+    use super::Method;
+    match method {
+        Method::Copy | Method::Binary => Ok(()),
+        other => Err(Error::config(format!(
+            "--on-conflict runs with --method copy or binary, not {}",
+            other.name()
+        ))
+        .with_hint("for row-by-row upserts: --method pipeline --sql 'INSERT .. ON CONFLICT ..'")),
+    }
+}
