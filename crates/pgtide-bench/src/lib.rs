@@ -35,6 +35,7 @@ pub mod markdown;
 pub mod methods;
 pub mod parallel;
 pub mod rejects;
+pub mod upsert;
 
 use std::future::Future;
 use std::sync::Arc;

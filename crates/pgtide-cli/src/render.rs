@@ -88,6 +88,24 @@ pub fn load_summary(r: &Report, json: bool) {
     }
 }
 
+/// `load --explain`: `what: decision` lines, or JSON.
+pub fn explain(plan: &pgtide::load::Explain, json: bool) -> String {
+    if json {
+        let map: serde_json::Map<String, serde_json::Value> = plan
+            .lines
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect();
+        return format!("{}\n", serde_json::Value::Object(map));
+    }
+    let width = plan.lines.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (what, decision) in &plan.lines {
+        out.push_str(&format!("{what:>width$}: {decision}\n"));
+    }
+    out
+}
+
 /// `loaded N rows, rejected N rows (see FILE)[, skipped by the table: N],
 /// read N rows`; the skipped part only when the table's triggers dropped
 /// rows, so the common line stays as it was.

@@ -46,3 +46,58 @@ fn on_conflict_update_merges_and_the_summary_splits_the_rows() {
     let help = pgtide(&["load", "--help"], b"");
     assert!(text(&help.stdout).contains("Upserts (--on-conflict):"));
 }
+
+#[test]
+fn explain_prints_the_plan_and_writes_nothing() {
+    let c = cluster();
+    psql(&c, "CREATE TABLE e (id int PRIMARY KEY, v text)");
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, "1,a\n2,b\n").unwrap();
+    let db = c.conninfo();
+    let args = [
+        "load",
+        input.to_str().unwrap(),
+        "-t",
+        "e",
+        "--db",
+        &db,
+        "--workers",
+        "2",
+        "--method",
+        "binary",
+        "--on-conflict",
+        "update",
+        "--resume",
+        "--truncate",
+        "--explain",
+    ];
+    let out = pgtide(&args, b"");
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let plan = text(&out.stdout);
+    for line in [
+        "method: binary",
+        "workers: 2 connections",
+        "truncate: TRUNCATE \"public\".\"e\"",
+        "freeze: no",
+        "on conflict: (id) update",
+        "resume: no ledger entry",
+        "rejects: none",
+    ] {
+        assert!(plan.contains(line), "{line:?} in:\n{plan}");
+    }
+    // Nothing loaded, and the ledger was only read: no pgtide schema.
+    assert_eq!(psql(&c, "SELECT count(*) FROM e"), "0");
+    assert_eq!(
+        psql(
+            &c,
+            "SELECT count(*) FROM pg_namespace WHERE nspname = 'pgtide'"
+        ),
+        "0"
+    );
+    let mut json = args.to_vec();
+    json.push("--json");
+    let out = pgtide(&json, b"");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON plan");
+    assert!(v["method"].as_str().unwrap().starts_with("binary"), "{v}");
+}

@@ -324,3 +324,27 @@ async fn after_a_failed_chunk_no_later_chunk_merges() {
         .get(0);
     assert_eq!(v, format!("line {}", done.last));
 }
+
+#[tokio::test]
+async fn resume_records_merged_chunks_and_a_second_run_has_nothing_left() {
+    let db = Db::start().await;
+    table(&db, "res", "PRIMARY KEY").await;
+    let (file, rows) = changes();
+    let mut o = options(&db, &file, "res", OnConflict::Update);
+    o.resume = Some(pgtide::load::ledger::ResumeMode::Edges);
+    o.workers = 2;
+    o.chunk_bytes = 4096;
+    let r = run(&db, &o).await;
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.rows_loaded, rows.len() as u64);
+    let again = run(&db, &o).await;
+    assert!(again.failure.is_none(), "{:?}", again.failure);
+    assert_eq!(
+        (again.rows_read, again.rows_resumed),
+        (0, rows.len() as u64)
+    );
+    assert_eq!(
+        contents(&db, "res").await,
+        expected(&rows, OnConflict::Update)
+    );
+}

@@ -46,6 +46,29 @@ pub enum BenchScenario {
     /// Issue 3's targets: a clean mixed-type load with and without
     /// --rejects, and the same file with 1% bad rows of every kind.
     Rejects(BenchRejectsArgs),
+    /// Issue 9: --on-conflict update/skip of a mixed-type file into a
+    /// table holding half of its rows, against a plain load into the empty
+    /// table and pipelined INSERT .. ON CONFLICT.
+    Upsert(BenchUpsertArgs),
+}
+
+/// `pgtide bench upsert ...`
+#[derive(Debug, Args)]
+pub struct BenchUpsertArgs {
+    #[command(flatten)]
+    pub common: BenchCommonArgs,
+    /// Rows in the file.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub rows: u64,
+    /// Rows the pipeline contender loads (scaled to --rows; 0 skips it).
+    #[arg(long, default_value_t = 100_000)]
+    pub pipeline_rows: u64,
+    /// Worker counts.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2])]
+    pub workers: Vec<usize>,
+    /// Where generated files go (default: a temp dir).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 /// `pgtide bench rejects ...`

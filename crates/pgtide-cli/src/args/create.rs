@@ -29,9 +29,12 @@ pub struct CreateArgs {
     )]
     pub create: Option<CreateArg>,
 
-    /// With --create: print the CREATE TABLE (with why each type was
-    /// chosen) and load nothing.
-    #[arg(long, requires = "create", help_heading = "Creating the table")]
+    /// Print the plan and load nothing: method (and any fallback),
+    /// workers and chunks, transactions, truncate, FREEZE, indexes,
+    /// rejects, the upsert's merge, what --resume skips, routing of a
+    /// partitioned target; with --create, first the CREATE TABLE with why
+    /// each type was chosen.
+    #[arg(long)]
     pub explain: bool,
 
     /// With --create: a column's type instead of the inferred one, e.g.

@@ -21,6 +21,7 @@ use pgtide_bench::markdown::table;
 use pgtide_bench::methods::MethodsBench;
 use pgtide_bench::parallel::ParallelBench;
 use pgtide_bench::rejects::RejectsBench;
+use pgtide_bench::upsert::UpsertBench;
 use pgtide_bench::{chart, Measurement, Scenario, Unit};
 
 use crate::args::{BenchArgs, BenchCommonArgs, BenchLoadArgs, BenchScenario};
@@ -94,6 +95,16 @@ pub async fn run(a: BenchArgs) -> pgtide::Result<u8> {
                 dir: dir_or_default(r.dir)?,
             };
             scenario(spec, &r.common).await
+        }
+        BenchScenario::Upsert(u) => {
+            let spec = UpsertBench {
+                rows: u.rows,
+                runs: runs(&u.common),
+                workers: u.workers,
+                pipeline_rows: u.pipeline_rows,
+                dir: dir_or_default(u.dir)?,
+            };
+            scenario(spec, &u.common).await
         }
     }
 }

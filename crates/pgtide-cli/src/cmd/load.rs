@@ -30,8 +30,13 @@ pub async fn run(a: LoadArgs) -> pgtide::Result<u8> {
     }
     let target = super::target_or_embedded(a.db.as_deref()).await?;
     if a.create.explain {
-        let plan = load::create::explain(&target, &opts).await?;
-        super::write_stdout(plan.explain().as_bytes());
+        if opts.create.is_some() {
+            let plan = load::create::explain(&target, &opts).await?;
+            super::write_stdout(plan.explain().as_bytes());
+            super::write_stdout(b"\n");
+        }
+        let plan = load::explain(&target, &opts).await?;
+        super::write_stdout(render::explain(&plan, a.json).as_bytes());
         return Ok(crate::EXIT_OK);
     }
     let progress = Arc::new(Progress::new(opts.workers));

@@ -31,6 +31,7 @@ mod pipeline;
 mod plan;
 mod pool;
 mod reader;
+mod resolve;
 mod row_error;
 mod setup;
 pub mod sharded;
@@ -56,6 +57,7 @@ use crate::progress::Progress;
 
 pub use crate::failure::RowFailure;
 pub use loader::Method;
+pub use resolve::{explain, Explain};
 
 /// What to load, where and how.
 #[derive(Debug, Clone)]
@@ -275,99 +277,24 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
             return run.await;
         }
     }
-    let column_names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
-    let upsert = match opts.on_conflict {
-        None => None,
-        Some(mode) => {
-            let key = opts.key.as_deref();
-            Some(upsert::resolve(&control, &table, &columns, mode, key, major).await?)
-        }
-    };
-    // --on-conflict: the rows go to the staging table, which needs the
-    // column list (it has one more column), and whose name the server
-    // prints in error contexts.
-    let (copy_table, relname) = match &upsert {
-        None => (table.name.quoted(), table.name.name.clone()),
-        Some(_) => (
-            format!("pg_temp.{}", upsert::STAGE),
-            upsert::STAGE.to_owned(),
-        ),
-    };
-    let list = (opts.columns.is_some() || upsert.is_some()).then(|| catalog::column_list(&columns));
-    let sql = opts.copy.copy_from_sql(&copy_table, list.as_deref());
-    // PostgreSQL 17 skips rows with bad values itself (ON_ERROR): one pass
-    // instead of retries for the commonest dirty data. Not for binary input
-    // (COPY refuses it) nor other methods (they send no COPY text).
-    // Not with --resume: a chunk's ledger row must cover exactly the rows
-    // it committed, and ON_ERROR's skipped rows are not decided yet then.
-    let on_error_sql = (opts.rejects.is_some()
-        && opts.resume.is_none()
-        && upsert.is_none()
-        && major >= 17
-        && opts.method == Method::Copy
-        && opts.copy.format != CopyFormat::Binary)
-        .then(|| {
-            opts.copy.copy_from_sql_with(
-                &table.name.quoted(),
-                list.as_deref(),
-                &["ON_ERROR ignore", "LOG_VERBOSITY verbose"],
-            )
-        });
-    let (resume, earlier_rejects) = match opts.resume {
-        None => (None, None),
-        Some(mode) => {
-            let options = ledger::describe_options(&opts.copy, &column_names);
-            let name = table.name.to_string();
-            let mut r =
-                ledger::prepare(&control, &opts.inputs, mode, (&name, table.oid), &options).await?;
-            let earlier = match (&opts.rejects, opts.overwrite_rejects) {
-                (Some(path), false) => Some(crate::reject::earlier(path)?),
-                _ => None,
-            };
-            if let Some(e) = &earlier {
-                r.rejected = e.rejected.clone();
-            }
-            (Some(Arc::new(r)), earlier)
-        }
-    };
-    // Resuming: the first run truncated (or created) the table already.
-    let resuming = resume.as_ref().is_some_and(|r| r.entries > 0);
+    let resolved = resolve::resolve(
+        target,
+        opts,
+        &control,
+        &table,
+        &columns,
+        &created,
+        table_may_skip,
+        major,
+    )
+    .await?;
     drop(control);
-    let dialect = opts.copy.dialect(major);
-    let mut method_setup = loader::MethodSetup::new(copy_table, &columns, &opts.copy, &dialect);
-    method_setup.sql = opts.sql.clone();
-    method_setup.batch_rows = opts.batch_rows;
-    let plan = pool::Plan {
-        target: target.clone(),
-        method: opts.method,
-        sql,
-        dialect,
-        format: opts.copy.format,
-        header: opts.copy.header,
-        column_names,
-        relname,
-        inputs: opts.inputs.clone(),
-        workers: opts.workers,
-        chunk_bytes: opts.chunk_bytes,
-        max_record_bytes: opts.max_record_bytes,
-        message_bytes: opts.message_bytes,
-        rejects: opts.rejects.clone(),
-        overwrite_rejects: opts.overwrite_rejects,
-        create_sql: created
-            .as_ref()
-            .filter(|c| !c.exists)
-            .map(|c| c.sql.clone()),
-        truncate_sql: (opts.truncate && !resuming)
-            .then(|| format!("TRUNCATE {}", table.name.quoted())),
-        max_rejects: opts.max_rejects,
-        method_setup,
-        on_error_sql,
-        // The staging table has no triggers: its COPY counts every row.
-        table_may_skip: table_may_skip && upsert.is_none(),
-        upsert: upsert.clone().map(Arc::new),
-        resume: resume.clone(),
-        earlier_rejects,
-    };
+    let resolve::Resolved {
+        plan,
+        upsert,
+        resume,
+        resuming,
+    } = resolved;
     let outcome = pool::execute(plan, progress).await?;
     let mut report = Report {
         rows_read: outcome.rows_read,
@@ -418,7 +345,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
 
 /// What can be checked without a server: options, that every input can be
 /// opened, and that the reject file would destroy nothing.
-fn check_local(opts: &LoadOptions) -> Result<()> {
+pub(super) fn check_local(opts: &LoadOptions) -> Result<()> {
     opts.copy.validate()?;
     if opts.workers == 0 {
         return Err(Error::config("--workers must be at least 1"));
@@ -445,7 +372,7 @@ fn check_local(opts: &LoadOptions) -> Result<()> {
 
 /// FORCE_NULL / FORCE_NOT_NULL must name loaded columns (COPY's rule),
 /// checked before any data moves.
-fn check_forced_columns(
+pub(super) fn check_forced_columns(
     copy: &CopyOptions,
     columns: &[&catalog::Column],
     table: &Table,

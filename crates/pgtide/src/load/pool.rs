@@ -62,18 +62,7 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
     for _ in 0..plan.workers {
         clients.push(plan.target.connect_wire().await?);
     }
-    let mut spec = LoaderSpec {
-        method: plan.method,
-        copy_sql: plan.sql.clone(),
-        framing: Framing::default(),
-        message_bytes: plan.message_bytes,
-        dialect: plan.dialect.clone(),
-        relname: plan.relname.clone(),
-        setup: Arc::new(plan.method_setup.clone()),
-        on_error_sql: plan.on_error_sql.clone(),
-        table_may_skip: plan.table_may_skip,
-        upsert: plan.upsert.clone(),
-    };
+    let mut spec = loader_spec(&plan);
     // Checked on a loader's own connection: its session is the loaders'.
     let method_notes = match clients.first() {
         Some((client, ..)) => spec.prepare(client).await?,
@@ -126,6 +115,22 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
     let mut outcome = summarize(shared, read, spec.method);
     outcome.notes.splice(0..0, method_notes);
     Ok(outcome)
+}
+
+/// What every loader of `plan` runs (before [`LoaderSpec::prepare`]).
+pub(super) fn loader_spec(plan: &Plan) -> LoaderSpec {
+    LoaderSpec {
+        method: plan.method,
+        copy_sql: plan.sql.clone(),
+        framing: Framing::default(),
+        message_bytes: plan.message_bytes,
+        dialect: plan.dialect.clone(),
+        relname: plan.relname.clone(),
+        setup: Arc::new(plan.method_setup.clone()),
+        on_error_sql: plan.on_error_sql.clone(),
+        table_may_skip: plan.table_may_skip,
+        upsert: plan.upsert.clone(),
+    }
 }
 
 /// Everything is checked and the first chunk is cut (its input's header,

@@ -1,0 +1,360 @@
+//! The load, resolved once: what `run` executes and `--explain` prints.
+//!
+//! From the options and the catalog: the statements (COPY into the table,
+//! or into the `--on-conflict` staging table; PostgreSQL 17's `ON_ERROR`
+//! form with `--rejects`), the upsert's key and merge, what `--resume`
+//! skips, `--create` and `--truncate`. [`explain`] runs the same
+//! resolution without writing anything (the ledger is read inside a
+//! transaction that is rolled back) and says what the load would do.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use tokio_postgres::Client;
+
+use super::{create, ledger, loader, pool, sharded, upsert, LoadOptions, Method};
+use crate::catalog::{self, Column, Table};
+use crate::conn::Target;
+use crate::copyopts::CopyFormat;
+use crate::error::Result;
+use crate::infer::create::CreatePlan;
+
+/// The resolved load.
+pub(super) struct Resolved {
+    /// What the pool runs.
+    pub plan: pool::Plan,
+    /// `--on-conflict`, resolved.
+    pub upsert: Option<upsert::Upsert>,
+    /// `--resume`: what earlier runs committed.
+    pub resume: Option<Arc<ledger::Resume>>,
+    /// `--resume` found earlier runs' entries: this run continues a load.
+    pub resuming: bool,
+}
+
+/// Resolves the load of `columns` into `table` (read by `run` on
+/// `control`).
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn resolve(
+    target: &Target,
+    opts: &LoadOptions,
+    control: &Client,
+    table: &Table,
+    columns: &[&Column],
+    created: &Option<CreatePlan>,
+    table_may_skip: bool,
+    major: u32,
+) -> Result<Resolved> {
+    let column_names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+    let upsert = match opts.on_conflict {
+        None => None,
+        Some(mode) => {
+            let key = opts.key.as_deref();
+            Some(upsert::resolve(control, table, columns, mode, key, major).await?)
+        }
+    };
+    // --on-conflict: the rows go to the staging table, which needs the
+    // column list (it has one more column), and whose name the server
+    // prints in error contexts.
+    let (copy_table, relname) = match &upsert {
+        None => (table.name.quoted(), table.name.name.clone()),
+        Some(_) => (
+            format!("pg_temp.{}", upsert::STAGE),
+            upsert::STAGE.to_owned(),
+        ),
+    };
+    let list = (opts.columns.is_some() || upsert.is_some()).then(|| catalog::column_list(columns));
+    let sql = opts.copy.copy_from_sql(&copy_table, list.as_deref());
+    // PostgreSQL 17 skips rows with bad values itself (ON_ERROR): one pass
+    // instead of retries for the commonest dirty data. Not for binary input
+    // (COPY refuses it) nor other methods (they send no COPY text).
+    // Not with --resume: a chunk's ledger row must cover exactly the rows
+    // it committed, and ON_ERROR's skipped rows are not decided yet then.
+    let on_error_sql = (opts.rejects.is_some()
+        && opts.resume.is_none()
+        && upsert.is_none()
+        && major >= 17
+        && opts.method == Method::Copy
+        && opts.copy.format != CopyFormat::Binary)
+        .then(|| {
+            opts.copy.copy_from_sql_with(
+                &table.name.quoted(),
+                list.as_deref(),
+                &["ON_ERROR ignore", "LOG_VERBOSITY verbose"],
+            )
+        });
+    let (resume, earlier_rejects) = match opts.resume {
+        None => (None, None),
+        Some(mode) => {
+            let options = ledger::describe_options(&opts.copy, &column_names);
+            let name = table.name.to_string();
+            let mut r =
+                ledger::prepare(control, &opts.inputs, mode, (&name, table.oid), &options).await?;
+            let earlier = match (&opts.rejects, opts.overwrite_rejects) {
+                (Some(path), false) => Some(crate::reject::earlier(path)?),
+                _ => None,
+            };
+            if let Some(e) = &earlier {
+                r.rejected = e.rejected.clone();
+            }
+            (Some(Arc::new(r)), earlier)
+        }
+    };
+    // Resuming: the first run truncated (or created) the table already.
+    let resuming = resume.as_ref().is_some_and(|r| r.entries > 0);
+    let dialect = opts.copy.dialect(major);
+    let mut method_setup = loader::MethodSetup::new(copy_table, columns, &opts.copy, &dialect);
+    method_setup.sql = opts.sql.clone();
+    method_setup.batch_rows = opts.batch_rows;
+    let plan = pool::Plan {
+        target: target.clone(),
+        method: opts.method,
+        sql,
+        dialect,
+        format: opts.copy.format,
+        header: opts.copy.header,
+        column_names,
+        relname,
+        inputs: opts.inputs.clone(),
+        workers: opts.workers,
+        chunk_bytes: opts.chunk_bytes,
+        max_record_bytes: opts.max_record_bytes,
+        message_bytes: opts.message_bytes,
+        rejects: opts.rejects.clone(),
+        overwrite_rejects: opts.overwrite_rejects,
+        create_sql: created
+            .as_ref()
+            .filter(|c| !c.exists)
+            .map(|c| c.sql.clone()),
+        truncate_sql: (opts.truncate && !resuming)
+            .then(|| format!("TRUNCATE {}", table.name.quoted())),
+        max_rejects: opts.max_rejects,
+        method_setup,
+        on_error_sql,
+        // The staging table has no triggers: its COPY counts every row.
+        table_may_skip: table_may_skip && upsert.is_none(),
+        upsert: upsert.clone().map(Arc::new),
+        resume: resume.clone(),
+        earlier_rejects,
+    };
+    Ok(Resolved {
+        plan,
+        upsert,
+        resume,
+        resuming,
+    })
+}
+
+/// What a load would do, as `--explain` prints it: one line per decision.
+#[derive(Debug, Serialize)]
+pub struct Explain {
+    /// `(what, decision)` pairs, in the order a reader needs them.
+    pub lines: Vec<(String, String)>,
+}
+
+impl Explain {
+    fn say(&mut self, what: &str, decision: impl Into<String>) {
+        self.lines.push((what.to_owned(), decision.into()));
+    }
+}
+
+/// `load --explain`: the load resolved as `run` resolves it (the same
+/// checks, the method's fallbacks, the ledger read), nothing written.
+pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
+    super::check_local(opts)?;
+    let control = target.connect().await?;
+    let server_version: String = control.query_one("SHOW server_version", &[]).await?.get(0);
+    let major = catalog::server_major(&control).await?;
+    let (table, table_may_skip, created) = create::resolve(&control, opts, major).await?;
+    let columns = table.select(opts.columns.as_deref())?;
+    super::check_forced_columns(&opts.copy, &columns, &table)?;
+    let mut x = Explain { lines: Vec::new() };
+    x.say("server", format!("PostgreSQL {server_version}"));
+    x.say(
+        "table",
+        format!(
+            "{} ({}), columns {}",
+            table.name,
+            kind(table.kind),
+            columns
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
+    if let Some(c) = created.as_ref().filter(|c| !c.exists) {
+        x.say(
+            "create",
+            format!("{} (right before the first chunk)", c.sql),
+        );
+    }
+    x.say(
+        "inputs",
+        format!("{} (format {})", opts.inputs.join(", "), opts.copy.format),
+    );
+    if table.kind == 'p' {
+        let routed = match sharded::plan(target, opts, &table, &columns).await? {
+            _ if opts.resume.is_some() || opts.on_conflict.is_some() => {
+                "through the parent table (--resume and --on-conflict are not routed on the client)"
+                    .to_owned()
+            }
+            Ok(plan) => format!(
+                "on the client: each row to its leaf ({} leaves), foreign leaves by COPY on their own servers",
+                plan.tree.leaves.len()
+            ),
+            Err(why) => format!("through the parent table: {why}"),
+        };
+        x.say("routing", routed);
+    }
+    // Explaining creates nothing: without a ledger yet, there is nothing
+    // to skip, and the plan is resolved as for a fresh load (which would
+    // create pgtide.ledger).
+    let ledger_exists: bool = control
+        .query_one("SELECT to_regclass('pgtide.ledger') IS NOT NULL", &[])
+        .await?
+        .get(0);
+    let fresh;
+    let resolving = match opts.resume {
+        Some(_) if !ledger_exists => {
+            let mut o = opts.clone();
+            o.resume = None;
+            fresh = o;
+            &fresh
+        }
+        _ => opts,
+    };
+    let r = resolve(
+        target,
+        resolving,
+        &control,
+        &table,
+        &columns,
+        &created,
+        table_may_skip,
+        major,
+    )
+    .await?;
+    let mut spec = pool::loader_spec(&r.plan);
+    let fallbacks = spec.prepare(&control).await?;
+    x.say("method", describe_method(spec.method, &fallbacks));
+    x.say(
+        "workers",
+        format!(
+            "{} connection{}, chunks of about {} bytes cut at row boundaries",
+            opts.workers,
+            if opts.workers == 1 { "" } else { "s" },
+            opts.chunk_bytes
+        ),
+    );
+    x.say(
+        "transactions",
+        "one per chunk (BEGIN, the rows, COMMIT): a failed chunk stops the load, and the \
+         summary lists the committed line ranges",
+    );
+    x.say(
+        "truncate",
+        match (&r.plan.truncate_sql, opts.truncate) {
+            (Some(sql), _) => {
+                format!("{sql}, once every check passed, right before the first chunk")
+            }
+            (None, true) => "no: this run resumes a load recorded in the ledger".to_owned(),
+            (None, false) => "no".to_owned(),
+        },
+    );
+    x.say(
+        "freeze",
+        "no: COPY FREEZE needs the table created or truncated in the same transaction, \
+         and every chunk commits on its own",
+    );
+    x.say(
+        "indexes",
+        "kept: maintained as rows arrive (deferring them is not implemented)",
+    );
+    x.say("rejects", describe_rejects(opts, &r.plan));
+    if let Some(u) = &r.upsert {
+        x.say(
+            "on conflict",
+            format!(
+                "({}) {}: each chunk COPYed into pg_temp.{}, merged in input order by: {}",
+                u.key.join(", "),
+                u.mode.name(),
+                upsert::STAGE,
+                u.merge_sql
+            ),
+        );
+    }
+    match (&r.resume, opts.resume) {
+        (Some(resume), _) => x.say("resume", describe_resume(resume)),
+        (None, Some(_)) => x.say(
+            "resume",
+            "no ledger entry yet (pgtide.ledger is created by the first --resume load): \
+             everything is loaded, each chunk recorded in the ledger",
+        ),
+        (None, None) => {}
+    }
+    Ok(x)
+}
+
+fn kind(relkind: char) -> &'static str {
+    match relkind {
+        'p' => "partitioned",
+        'f' => "foreign",
+        'v' => "view",
+        _ => "table",
+    }
+}
+
+fn describe_method(method: Method, fallbacks: &[String]) -> String {
+    let what = match method {
+        Method::Copy => "COPY .. FROM STDIN, the input bytes passed through",
+        Method::Binary => "binary COPY, rows encoded on the client",
+        Method::Pipeline => "prepared INSERT per row, pipelined",
+        Method::Values => "multi-row INSERT .. VALUES",
+        Method::Insert => "prepared INSERT per row, each awaited",
+    };
+    let mut out = format!("{} ({what})", method.name());
+    for f in fallbacks {
+        out.push_str("; ");
+        out.push_str(f);
+    }
+    out
+}
+
+fn describe_rejects(opts: &LoadOptions, plan: &pool::Plan) -> String {
+    let Some(path) = &opts.rejects else {
+        return "none: the first bad row stops the load (--rejects FILE to set bad rows aside)"
+            .to_owned();
+    };
+    let mut out = format!("to {} (reasons in {}.log)", path.display(), path.display());
+    let on_error = plan.on_error_sql.as_ref().filter(|_| opts.resume.is_none());
+    out.push_str(match (on_error, plan.format) {
+        (Some(_), _) => "; bad values skipped by the server in one pass (ON_ERROR ignore)",
+        (None, CopyFormat::Binary) => "; a failed chunk is retried in ranges",
+        (None, _) => {
+            "; a failed chunk is retried in ranges (ON_ERROR needs PostgreSQL 17+, \
+                      --method copy, and no --resume or --on-conflict)"
+        }
+    });
+    if let Some(m) = opts.max_rejects {
+        out.push_str(&format!("; stops after {m}"));
+    }
+    out
+}
+
+fn describe_resume(r: &ledger::Resume) -> String {
+    if r.entries == 0 {
+        return "no ledger entry for these inputs: everything is loaded, each chunk recorded \
+                in pgtide.ledger"
+            .to_owned();
+    }
+    let mut parts = Vec::new();
+    for (input, (_, ranges)) in &r.inputs {
+        let bytes: u64 = ranges.iter().map(|(a, b)| b - a).sum();
+        parts.push(format!("{input}: {bytes} bytes in {} ranges", ranges.len()));
+    }
+    format!(
+        "skips what earlier runs committed ({} ledger entries): {}",
+        r.entries,
+        parts.join("; ")
+    )
+}
