@@ -38,6 +38,11 @@ pub const STAGE: &str = "pgtide_stage";
 /// The staging table's column holding each row's position in the batch.
 pub const ORD: &str = "pgtide_ord";
 
+/// `work_mem` of a loader session that merges: the `DISTINCT ON` sort
+/// holds a chunk's rows (4 MiB of input is 5-6 MB of tuples), which the
+/// default 4 MB sends to disk (measured: 50 ms instead of 20 ms per chunk).
+const MERGE_WORK_MEM: &str = "64MB";
+
 /// What to do with a row whose key is in the table already.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -65,7 +70,8 @@ pub struct Upsert {
     pub mode: OnConflict,
     /// The conflict key, as stored.
     pub key: Vec<String>,
-    /// Creates [`STAGE`] (run once per connection, outside a transaction).
+    /// Creates [`STAGE`] and sizes the session's `work_mem` (run once per
+    /// connection, outside a transaction).
     pub create_sql: String,
     /// Empties [`STAGE`] before each batch is COPYed into it.
     pub truncate_sql: String,
@@ -163,7 +169,8 @@ pub async fn resolve(
         key: chosen.columns.clone(),
         create_sql: format!(
             "CREATE TEMP TABLE {STAGE} AS SELECT {} FROM {} WITH NO DATA; \
-             ALTER TABLE pg_temp.{STAGE} ADD COLUMN {ORD} int8 GENERATED ALWAYS AS IDENTITY",
+             ALTER TABLE pg_temp.{STAGE} ADD COLUMN {ORD} int8 GENERATED ALWAYS AS IDENTITY; \
+             SET work_mem = '{MERGE_WORK_MEM}'",
             loaded.join(", "),
             table.name.quoted()
         ),
