@@ -248,53 +248,28 @@ impl Report {
 /// rows flow, the result is a [`Report`] whose `failure` says why it
 /// stopped.
 pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -> Result<Report> {
-    check_local(opts)?;
-    // A resumed --create loads into the table the first run made.
-    let resumed_opts;
-    let opts = match (&opts.resume, &opts.create) {
-        (Some(_), Some(c)) if !c.if_not_exists => {
-            let mut o = opts.clone();
-            o.create.as_mut().expect("checked").if_not_exists = true;
-            resumed_opts = o;
-            &resumed_opts
-        }
-        _ => opts,
-    };
+    let opts = &*resolve::resumed_create(opts);
     let start = Instant::now();
-    let control = target.connect().await?;
-    let server_version: String = control.query_one("SHOW server_version", &[]).await?.get(0);
-    let major = catalog::server_major(&control).await?;
-    let (table, table_may_skip, created) = create::resolve(&control, opts, major).await?;
+    let found = resolve::find(target, opts).await?;
+    let table = &found.table;
     let columns = table.select(opts.columns.as_deref())?;
-    check_forced_columns(&opts.copy, &columns, &table)?;
     // Sharded targets (issue 10): the client routes a partitioned table's
     // rows to its leaves (crate::shard) when it can; else on below.
     if table.kind == 'p' && opts.resume.is_none() && opts.on_conflict.is_none() {
-        if let Ok(plan) = sharded::plan(target, opts, &table, &columns).await? {
-            drop(control);
-            let (v, skip) = (server_version, table_may_skip);
-            let run = sharded::run(target, opts, &table, &columns, plan, v, skip, progress);
+        if let Ok(plan) = sharded::plan(target, opts, table, &columns).await? {
+            let (v, skip) = (found.server_version.clone(), found.table_may_skip);
+            let run = sharded::run(target, opts, table, &columns, plan, v, skip, progress);
             return run.await;
         }
     }
-    let resolved = resolve::resolve(
-        target,
-        opts,
-        &control,
-        &table,
-        &columns,
-        &created,
-        table_may_skip,
-        major,
-    )
-    .await?;
-    drop(control);
     let resolve::Resolved {
         plan,
         upsert,
         resume,
         resuming,
-    } = resolved;
+    } = resolve::resolve(target, opts, &found).await?;
+    drop(found.control);
+    let (server_version, created) = (found.server_version, found.created);
     let outcome = pool::execute(plan, progress).await?;
     let mut report = Report {
         rows_read: outcome.rows_read,

@@ -7,6 +7,7 @@
 //! resolution without writing anything (the ledger is read inside a
 //! transaction that is rolled back) and says what the load would do.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -31,19 +32,70 @@ pub(super) struct Resolved {
     pub resuming: bool,
 }
 
-/// Resolves the load of `columns` into `table` (read by `run` on
-/// `control`).
-#[allow(clippy::too_many_arguments)]
+/// The target as the catalog describes it, read once.
+pub(super) struct Found {
+    /// The connection it was read on.
+    pub control: Client,
+    /// `server_version`.
+    pub server_version: String,
+    /// The server's major version.
+    pub major: u32,
+    /// The table (with `--create`, as it will be created).
+    pub table: Table,
+    /// Its triggers may drop rows (`catalog::may_skip_rows`).
+    pub table_may_skip: bool,
+    /// `--create`'s plan.
+    pub created: Option<CreatePlan>,
+}
+
+impl Found {
+    /// The loaded columns, in file order.
+    pub fn columns(&self, opts: &LoadOptions) -> Result<Vec<&Column>> {
+        self.table.select(opts.columns.as_deref())
+    }
+}
+
+/// A resumed `--create` loads into the table the first run made.
+pub(super) fn resumed_create(opts: &LoadOptions) -> Cow<'_, LoadOptions> {
+    match (&opts.resume, &opts.create) {
+        (Some(_), Some(c)) if !c.if_not_exists => {
+            let mut o = opts.clone();
+            o.create.as_mut().expect("matched").if_not_exists = true;
+            Cow::Owned(o)
+        }
+        _ => Cow::Borrowed(opts),
+    }
+}
+
+/// Checks the options, connects, and reads the target table (or plans
+/// it, `--create`) and the loaded columns.
+pub(super) async fn find(target: &Target, opts: &LoadOptions) -> Result<Found> {
+    super::check_local(opts)?;
+    let control = target.connect().await?;
+    let server_version: String = control.query_one("SHOW server_version", &[]).await?.get(0);
+    let major = catalog::server_major(&control).await?;
+    let (table, table_may_skip, created) = create::resolve(&control, opts, major).await?;
+    let found = Found {
+        control,
+        server_version,
+        major,
+        table,
+        table_may_skip,
+        created,
+    };
+    super::check_forced_columns(&opts.copy, &found.columns(opts)?, &found.table)?;
+    Ok(found)
+}
+
+/// Resolves the load of `found`'s table.
 pub(super) async fn resolve(
     target: &Target,
     opts: &LoadOptions,
-    control: &Client,
-    table: &Table,
-    columns: &[&Column],
-    created: &Option<CreatePlan>,
-    table_may_skip: bool,
-    major: u32,
+    found: &Found,
 ) -> Result<Resolved> {
+    let (control, table, major) = (&found.control, &found.table, found.major);
+    let (created, table_may_skip) = (&found.created, found.table_may_skip);
+    let columns = &found.columns(opts)?;
     let column_names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
     let upsert = match opts.on_conflict {
         None => None,
@@ -160,13 +212,10 @@ impl Explain {
 /// `load --explain`: the load resolved as `run` resolves it (the same
 /// checks, the method's fallbacks, the ledger read), nothing written.
 pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
-    super::check_local(opts)?;
-    let control = target.connect().await?;
-    let server_version: String = control.query_one("SHOW server_version", &[]).await?.get(0);
-    let major = catalog::server_major(&control).await?;
-    let (table, table_may_skip, created) = create::resolve(&control, opts, major).await?;
-    let columns = table.select(opts.columns.as_deref())?;
-    super::check_forced_columns(&opts.copy, &columns, &table)?;
+    let opts = &*resumed_create(opts);
+    let found = find(target, opts).await?;
+    let (table, columns) = (&found.table, found.columns(opts)?);
+    let (control, server_version) = (&found.control, &found.server_version);
     let mut x = Explain { lines: Vec::new() };
     x.say("server", format!("PostgreSQL {server_version}"));
     x.say(
@@ -182,7 +231,7 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
                 .join(", ")
         ),
     );
-    if let Some(c) = created.as_ref().filter(|c| !c.exists) {
+    if let Some(c) = found.created.as_ref().filter(|c| !c.exists) {
         x.say(
             "create",
             format!("{} (right before the first chunk)", c.sql),
@@ -193,7 +242,7 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
         format!("{} (format {})", opts.inputs.join(", "), opts.copy.format),
     );
     if table.kind == 'p' {
-        let routed = match sharded::plan(target, opts, &table, &columns).await? {
+        let routed = match sharded::plan(target, opts, table, &columns).await? {
             _ if opts.resume.is_some() || opts.on_conflict.is_some() => {
                 "through the parent table (--resume and --on-conflict are not routed on the client)"
                     .to_owned()
@@ -223,19 +272,9 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
         }
         _ => opts,
     };
-    let r = resolve(
-        target,
-        resolving,
-        &control,
-        &table,
-        &columns,
-        &created,
-        table_may_skip,
-        major,
-    )
-    .await?;
+    let r = resolve(target, resolving, &found).await?;
     let mut spec = pool::loader_spec(&r.plan);
-    let fallbacks = spec.prepare(&control).await?;
+    let fallbacks = spec.prepare(control).await?;
     x.say("method", describe_method(spec.method, &fallbacks));
     x.say(
         "workers",
