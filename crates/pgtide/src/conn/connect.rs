@@ -3,45 +3,72 @@
 //!
 //! Hosts are tried here rather than handed to tokio-postgres as a list
 //! because libpq looks the password file up *per host*, and because each
-//! failure should name its own host and port.
+//! failure should name its own host and port. What a failure says is
+//! `explain`'s.
 
+use std::future::Future;
 use std::time::Duration;
 
+use postgres_openssl::MakeTlsConnector;
 use tokio_postgres::config::{LoadBalanceHosts, SslMode as PgSslMode};
-use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Config, NoTls};
 
+use super::explain::{combine, explain, is_socket_error, Failure};
 use super::pgpass::{self, Lookup};
 use super::tap::{Io, TapTls, Tapped, Wire};
 use super::tls::Plan;
 use super::{Endpoint, Target};
-use crate::{Error, ErrorKind, Result};
+use crate::Result;
 
 /// The server's NOTICE messages on one connection, in the order sent.
 pub type Notices = tokio::sync::mpsc::UnboundedReceiver<tokio_postgres::error::DbError>;
 
+/// A client on the first host that takes it, its connection driven by a
+/// spawned task, and the server's notices.
 pub(crate) async fn connect(target: &Target) -> Result<(Client, Notices)> {
-    let plan = target.tls.plan()?;
-    let mut errors = Vec::new();
-    for endpoint in order(target) {
-        match attempt(target, endpoint, &plan).await {
-            Ok(connected) => return Ok(connected),
-            Err(e) => errors.push(e),
-        }
-    }
-    Err(combine(errors))
+    let (client, notices, ()) = each_host(target, |_, config, tls| async move {
+        // tokio-postgres opens the socket (each address of the host) and
+        // checks `target_session_attrs` itself.
+        let connected = match tls {
+            Some(connector) => config.connect(connector).await.map(spawnable),
+            None => config.connect(NoTls).await.map(spawnable),
+        };
+        Ok((connected.map_err(Failure::Pg)?, ()))
+    })
+    .await?;
+    Ok((client, notices))
 }
 
 /// As [`connect`], on a socket pgtide opens itself, with the [`Wire`] that
 /// lets a raw protocol session use the connection between the client's
 /// requests (see `conn::tap`). The same hosts, TLS plan, fallbacks,
-/// timeouts and errors as [`connect`]; tokio-postgres still does TLS and
-/// authentication (`Config::connect_raw`).
+/// timeouts and errors as [`connect`] (the same [`each_host`]);
+/// tokio-postgres still does TLS and authentication
+/// (`Config::connect_raw`).
 pub(crate) async fn connect_wire(target: &Target) -> Result<(Client, Notices, Wire)> {
+    each_host(target, |ep, config, tls| raw(target, ep, config, tls)).await
+}
+
+/// The loop both [`connect`] and [`connect_wire`] run, generic over how
+/// one connection is opened (`open`: the endpoint, its configuration with
+/// `sslmode` set, and the TLS connector or `None` for plain; it returns
+/// the connection and whatever else it built, such as the [`Wire`]).
+///
+/// As libpq does: hosts in order (shuffled by `load_balance_hosts=random`),
+/// the first that connects and satisfies `target_session_attrs` wins; per
+/// host, TLS as planned, then plain when `sslmode=prefer` and TLS failed
+/// for another reason than the socket; `connect_timeout` bounds each whole
+/// attempt; when every host fails, one error names each host and why
+/// (never a password: [`Endpoint::describe`] has none).
+async fn each_host<'a, T, F, Fut>(target: &'a Target, open: F) -> Result<(Client, Notices, T)>
+where
+    F: Fn(&'a Endpoint, Config, Option<MakeTlsConnector>) -> Fut,
+    Fut: Future<Output = std::result::Result<(Spawnable, T), Failure>>,
+{
     let plan = target.tls.plan()?;
     let mut errors = Vec::new();
     for endpoint in order(target) {
-        match attempt_wire(target, endpoint, &plan).await {
+        match attempt(target, endpoint, &plan, &open).await {
             Ok(connected) => return Ok(connected),
             Err(e) => errors.push(e),
         }
@@ -49,18 +76,25 @@ pub(crate) async fn connect_wire(target: &Target) -> Result<(Client, Notices, Wi
     Err(combine(errors))
 }
 
-/// [`attempt`] over a [`Tapped`] socket.
-async fn attempt_wire(
-    target: &Target,
-    ep: &Endpoint,
+/// One host: TLS as planned, then (for `prefer`) plain if TLS failed.
+async fn attempt<'a, T, F, Fut>(
+    target: &'a Target,
+    ep: &'a Endpoint,
     plan: &Plan,
-) -> Result<(Client, Notices, Wire)> {
+    open: &F,
+) -> Result<(Client, Notices, T)>
+where
+    F: Fn(&'a Endpoint, Config, Option<MakeTlsConnector>) -> Fut,
+    Fut: Future<Output = std::result::Result<(Spawnable, T), Failure>>,
+{
     let (config, passfile_note) = config_for(target, ep);
-    let socket = ep.host.starts_with('/');
-    let plain = |mut c: Config| async move {
+    let plain = |mut c: Config| {
         c.ssl_mode(PgSslMode::Disable);
-        within(target, raw(target, ep, c, None)).await
+        within(target, open(ep, c, None))
     };
+    // libpq ignores sslmode on unix sockets, and the server refuses TLS
+    // there: a local connection is already private.
+    let socket = ep.host.starts_with('/');
     let result = match plan {
         _ if socket => plain(config.clone()).await,
         Plan::Plain => plain(config.clone()).await,
@@ -74,7 +108,7 @@ async fn attempt_wire(
             } else {
                 PgSslMode::Require
             });
-            let tls = within(target, raw(target, ep, c, Some(connector.clone()))).await;
+            let tls = within(target, open(ep, c, Some(connector.clone()))).await;
             match tls {
                 Err(Failure::Pg(e)) if *fallback && !is_socket_error(&e) => {
                     plain(config.clone()).await
@@ -84,12 +118,13 @@ async fn attempt_wire(
         }
     };
     match result {
-        Ok(((client, connection, notices), wire)) => {
-            // As in `attempt`: errors reach the user through the client.
+        Ok(((client, connection, notices), built)) => {
             tokio::spawn(async move {
+                // The error, if any, reaches the user through the client:
+                // its next call fails with "connection closed".
                 let _ = connection.await;
             });
-            Ok((client, notices, wire))
+            Ok((client, notices, built))
         }
         Err(f) => Err(explain(target, ep, f, passfile_note.as_deref())),
     }
@@ -103,7 +138,7 @@ async fn raw(
     target: &Target,
     ep: &Endpoint,
     config: Config,
-    tls: Option<postgres_openssl::MakeTlsConnector>,
+    tls: Option<MakeTlsConnector>,
 ) -> std::result::Result<(Spawnable, Wire), Failure> {
     use tokio_postgres::tls::MakeTlsConnect;
     let socket = Tapped::new(
@@ -130,7 +165,7 @@ async fn raw(
             check_session_attrs(target, &client, &mut conn).await?;
             // Under TLS the raw session talks to the TLS stream.
             let taken = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
-            Ok((forward(client, conn), taken.unwrap_or(wire)))
+            Ok((spawnable((client, conn)), taken.unwrap_or(wire)))
         }
         None => {
             let (client, mut conn) = config
@@ -138,7 +173,7 @@ async fn raw(
                 .await
                 .map_err(Failure::Pg)?;
             check_session_attrs(target, &client, &mut conn).await?;
-            Ok((forward(client, conn), wire))
+            Ok((spawnable((client, conn)), wire))
         }
     }
 }
@@ -247,63 +282,6 @@ fn order(target: &Target) -> Vec<&Endpoint> {
     hosts
 }
 
-/// One host: TLS as planned, then (for `prefer`) plain if TLS failed.
-async fn attempt(target: &Target, ep: &Endpoint, plan: &Plan) -> Result<(Client, Notices)> {
-    let (config, passfile_note) = config_for(target, ep);
-    // libpq ignores sslmode on unix sockets, and the server refuses TLS
-    // there: a local connection is already private.
-    let socket = ep.host.starts_with('/');
-    let result = match plan {
-        _ if socket => {
-            let mut c = config.clone();
-            c.ssl_mode(PgSslMode::Disable);
-            timed(target, c.connect(NoTls)).await
-        }
-        Plan::Plain => {
-            let mut c = config.clone();
-            c.ssl_mode(PgSslMode::Disable);
-            timed(target, c.connect(NoTls)).await
-        }
-        Plan::Tls {
-            connector,
-            fallback,
-        } => {
-            let mut c = config.clone();
-            c.ssl_mode(if *fallback {
-                PgSslMode::Prefer
-            } else {
-                PgSslMode::Require
-            });
-            let tls = timed(target, c.connect(connector.clone())).await;
-            match tls {
-                Err(Failure::Pg(e)) if *fallback && !is_socket_error(&e) => {
-                    let mut c = config.clone();
-                    c.ssl_mode(PgSslMode::Disable);
-                    timed(target, c.connect(NoTls)).await
-                }
-                other => other,
-            }
-        }
-    };
-    match result {
-        Ok((client, connection, notices)) => {
-            tokio::spawn(async move {
-                // The error, if any, reaches the user through the client:
-                // its next call fails with "connection closed".
-                let _ = connection.await;
-            });
-            Ok((client, notices))
-        }
-        Err(f) => Err(explain(target, ep, f, passfile_note.as_deref())),
-    }
-}
-
-/// A connection in progress, typed to whichever TLS stream was chosen.
-type Connected<S> = (
-    Client,
-    tokio_postgres::Connection<tokio_postgres::Socket, S>,
-);
-
 /// Both kinds of connection erased to one spawnable future, which
 /// forwards the server's notices (COPY's `ON_ERROR ignore` reports skipped
 /// rows only that way; they are dropped when nobody listens).
@@ -313,30 +291,8 @@ type Spawnable = (
     Notices,
 );
 
-enum Failure {
-    Pg(tokio_postgres::Error),
-    /// Opening our own socket (`connect_wire`).
-    Socket(std::io::Error),
-    /// The server is not what `target_session_attrs` asks for.
-    Refused(&'static str),
-    Timeout(Duration),
-}
-
-/// Runs `fut` under `connect_timeout`, which in libpq bounds the whole
+/// `fut` under `connect_timeout`, which in libpq bounds the whole
 /// attempt (authentication included), not only the TCP connect.
-async fn timed<S>(
-    target: &Target,
-    fut: impl std::future::Future<Output = Result<Connected<S>, tokio_postgres::Error>>,
-) -> Result<Spawnable, Failure>
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    within(target, async { fut.await.map_err(Failure::Pg) })
-        .await
-        .map(|(client, conn)| forward(client, conn))
-}
-
-/// `fut` under `connect_timeout`.
 async fn within<T>(
     target: &Target,
     fut: impl std::future::Future<Output = Result<T, Failure>>,
@@ -352,7 +308,7 @@ async fn within<T>(
 
 /// The connection as one spawnable future that forwards the server's
 /// notices.
-fn forward<R, S>(client: Client, mut conn: tokio_postgres::Connection<R, S>) -> Spawnable
+fn spawnable<R, S>((client, mut conn): (Client, tokio_postgres::Connection<R, S>)) -> Spawnable
 where
     R: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -435,173 +391,4 @@ fn password(target: &Target, ep: &Endpoint, c: &mut Config) -> Option<String> {
         Lookup::NotFound => None,
         Lookup::Ignored(why) => Some(why),
     }
-}
-
-fn is_socket_error(e: &tokio_postgres::Error) -> bool {
-    source_of::<std::io::Error>(e).is_some()
-}
-
-fn source_of<T: std::error::Error + 'static>(e: &tokio_postgres::Error) -> Option<&T> {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
-    while let Some(err) = cur {
-        if let Some(t) = err.downcast_ref::<T>() {
-            return Some(t);
-        }
-        cur = err.source();
-    }
-    None
-}
-
-/// Turns a failure into an error naming the endpoint, with a hint.
-fn explain(target: &Target, ep: &Endpoint, f: Failure, passfile_note: Option<&str>) -> Error {
-    let place = ep.describe();
-    let e = match f {
-        Failure::Timeout(limit) => {
-            return Error::new(
-                ErrorKind::Connect,
-                format!(
-                    "could not connect to {place}: timeout expired after {}s",
-                    limit.as_secs()
-                ),
-            )
-            .with_hint("check the host, port and firewall, or raise connect_timeout")
-        }
-        Failure::Pg(e) => e,
-        Failure::Socket(io) => {
-            return Error::new(
-                ErrorKind::Connect,
-                format!("could not connect to {place}: error connecting to server: {io}"),
-            )
-            .with_hint(socket_hint(ep, io.kind()))
-        }
-        Failure::Refused(why) => {
-            return Error::new(
-                ErrorKind::Connect,
-                format!("could not connect to {place}: {why}"),
-            )
-            .with_hint("target_session_attrs asks for another kind of server; check the host list")
-        }
-    };
-    let why = match std::error::Error::source(&e) {
-        Some(cause) => format!("{e}: {cause}"),
-        None => e.to_string(),
-    };
-    let mut err = Error::new(
-        ErrorKind::Connect,
-        format!("could not connect to {place}: {why}"),
-    );
-    if let Some(db) = e.as_db_error() {
-        err = err.with_sqlstate(db.code().code());
-    }
-    let hint = hint(target, ep, &e, passfile_note);
-    err.with_hint(hint).with_source(e)
-}
-
-fn hint(
-    target: &Target,
-    ep: &Endpoint,
-    e: &tokio_postgres::Error,
-    passfile_note: Option<&str>,
-) -> String {
-    let auth = || {
-        let mut h = format!(
-            "check the user name and password for user \"{}\": set the password in \
-             PGPASSWORD or in ~/.pgpass (mode 0600; PGPASSFILE or passfile= name another \
-             file), not in --db, where other users can read it with ps",
-            target.user
-        );
-        if let Some(note) = passfile_note {
-            h.push_str(&format!("; note: {note}, so it was ignored"));
-        }
-        h
-    };
-    if let Some(db) = e.as_db_error() {
-        let code = db.code();
-        return if code == &SqlState::INVALID_PASSWORD
-            || code == &SqlState::INVALID_AUTHORIZATION_SPECIFICATION
-        {
-            auth()
-        } else if code == &SqlState::INVALID_CATALOG_NAME {
-            format!(
-                "create the database (createdb \"{}\"), or name an existing one in --db or PGDATABASE",
-                target.dbname
-            )
-        } else if code == &SqlState::TOO_MANY_CONNECTIONS {
-            "the server has no free connection slots; use fewer workers or raise max_connections"
-                .into()
-        } else if code == &SqlState::CANNOT_CONNECT_NOW {
-            "the server is starting up or shutting down; retry in a moment".into()
-        } else {
-            "see the server's message above".into()
-        };
-    }
-    // tokio-postgres reports "the server asked for a password and we have
-    // none" as a configuration error; its text is the only marker.
-    let text = match std::error::Error::source(e) {
-        Some(cause) => format!("{e}: {cause}"),
-        None => e.to_string(),
-    };
-    if text.contains("password missing") {
-        return auth();
-    }
-    if let Some(io) = source_of::<std::io::Error>(e) {
-        return socket_hint(ep, io.kind());
-    }
-    if source_of::<openssl::ssl::Error>(e).is_some()
-        || source_of::<openssl::error::ErrorStack>(e).is_some()
-        || e.to_string().contains("TLS")
-    {
-        return format!(
-            "the TLS connection failed under sslmode={}: check sslrootcert (the CA that signed the \
-             server's certificate), that the host name matches the certificate for verify-full, \
-             and that the server has ssl=on; sslmode=disable turns TLS off",
-            target.tls.mode.as_str()
-        );
-    }
-
-    "check the connection settings in --db and the PG* variables".into()
-}
-
-fn socket_hint(ep: &Endpoint, kind: std::io::ErrorKind) -> String {
-    use std::io::ErrorKind as K;
-    match kind {
-        K::ConnectionRefused | K::NotFound if ep.host.starts_with('/') => format!(
-            "is the server running locally and accepting connections on that socket? \
-             (host={} port={})",
-            ep.host, ep.port
-        ),
-        K::ConnectionRefused => format!(
-            "is the server running on host \"{}\" and accepting TCP/IP connections on port {}?",
-            ep.host, ep.port
-        ),
-        K::PermissionDenied => "this user may not open the socket; check the directory's permissions".into(),
-        _ => format!(
-            "check that the host name \"{}\" is right and the server is reachable (network, firewall)",
-            ep.host
-        ),
-    }
-}
-
-/// One error per host tried; a single host's error is returned as is.
-fn combine(mut errors: Vec<Error>) -> Error {
-    if errors.len() == 1 {
-        return errors.pop().expect("one error");
-    }
-    let message = errors
-        .iter()
-        .map(|e| e.message().to_owned())
-        .collect::<Vec<_>>()
-        .join("; ");
-    let hint = errors.iter().find_map(|e| e.hint().map(str::to_owned));
-    let mut err = Error::new(
-        ErrorKind::Connect,
-        format!(
-            "could not connect to any of {} hosts: {message}",
-            errors.len()
-        ),
-    );
-    if let Some(h) = hint {
-        err = err.with_hint(h);
-    }
-    err
 }

@@ -14,7 +14,9 @@
 //! - `resolve`: pairs + environment → a [`Target`] (defaults applied).
 //! - [`pgpass`]: the password file, looked up per host at connect time.
 //! - `tls`: `sslmode` → an OpenSSL connector with libpq's rules.
-//! - `connect`: the per-host attempt loop and errors with hints.
+//! - `connect`: the per-host attempt loop (one for tokio-postgres' socket
+//!   and for pgtide's own).
+//! - `explain`: a failed attempt as an error naming the host, with a hint.
 //! - `tap`: a loader's socket shared with a raw protocol session.
 //!
 //! This module knows nothing about tables, files or COPY, and never
@@ -33,6 +35,7 @@ mod config;
 mod connect;
 pub use connect::Notices;
 pub mod env;
+mod explain;
 pub mod pgpass;
 mod resolve;
 mod tap;

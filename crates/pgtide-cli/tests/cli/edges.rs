@@ -1,0 +1,158 @@
+//! Edges of input and output: numbers too large for a flag, a closed
+//! stdout (`pgtide ... | head`), names, columns and encodings as
+//! PostgreSQL and psql read them, and a reader error after some chunks.
+
+use std::process::{Command, Output, Stdio};
+
+use crate::common::{cluster, pgtide, psql, text};
+
+/// Runs pgtide with its stdout a pipe nobody reads (`pgtide ... | head`
+/// after head exited).
+fn pgtide_closed_stdout(args: &[&str], envs: &[(&str, &std::path::Path)]) -> Output {
+    // A socket pair with one end closed fails writes with EPIPE, as a
+    // pipe does (std::io::pipe is newer than the workspace's MSRV).
+    let (writer, reader) = std::os::unix::net::UnixStream::pair().unwrap();
+    drop(reader);
+    let writer = Stdio::from(std::os::fd::OwnedFd::from(writer));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pgtide"));
+    c.args(args).env_remove("PGHOST").stdin(Stdio::null());
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    c.stdout(writer).stderr(Stdio::piped()).output().unwrap()
+}
+
+#[test]
+fn huge_numbers_and_a_closed_stdout_end_cleanly_without_a_server() {
+    for (flag, value) in [
+        ("--workers", "1000000000000"),
+        ("--workers", "0"),
+        ("--chunk-bytes", "9223372036854775808"),
+        ("--chunk-bytes", "99999999999999999999999"),
+    ] {
+        let out = pgtide(&["load", "-", "--table", "t", flag, value], b"");
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {err}");
+        assert!(err.contains("from 1 to"), "{flag} {value}: {err}");
+        assert!(!err.contains("bug") && !err.contains("panicked"), "{err}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = dir.path().join("none");
+    let out = pgtide_closed_stdout(
+        &["server", "status"],
+        &[("PGTIDE_SERVER_DIR", server.as_path())],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "", "quiet on a closed stdout");
+}
+
+#[test]
+fn names_columns_encodings_and_reader_errors_as_postgresql_and_psql_would() {
+    let c = cluster();
+    let db = c.conninfo();
+    // PostgreSQL folds ASCII letters only: ÜNÏ means "ÜnÏ", not "ünï".
+    psql(
+        &c,
+        r#"CREATE TABLE "ÜnÏ" (id int, "B c" text, "x,y" text, "q""t" text, low text)"#,
+    );
+    let cols = r#"(ID, "B c", "x,y", "q""t", LOW)"#;
+    let out = pgtide(
+        &[
+            "load",
+            "-",
+            "--table",
+            "ÜNÏ",
+            "--columns",
+            cols,
+            "--db",
+            &db,
+        ],
+        b"1,a,b,c,d\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        psql(
+            &c,
+            r#"SELECT concat_ws('|', id, "B c", "x,y", "q""t", low) FROM "ÜnÏ""#
+        ),
+        "1|a|b|c|d"
+    );
+
+    // A closed stdout after a load: the load's own exit code, no panic.
+    let input = dir_with("two.csv", b"2,e,f,g,h\n");
+    let path = input.path().join("two.csv");
+    let out = pgtide_closed_stdout(
+        &[
+            "load",
+            path.to_str().unwrap(),
+            "--table",
+            "ÜNÏ",
+            "--db",
+            &db,
+        ],
+        &[],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("bug") && !err.contains("panicked"), "{err}");
+
+    // An unknown --encoding is an option error: nothing loaded, nothing
+    // truncated, no reject file.
+    let rejects = input.path().join("r.csv");
+    let out = pgtide(
+        &[
+            "load",
+            "-",
+            "--table",
+            "ÜNÏ",
+            "--encoding",
+            "klingon",
+            "--truncate",
+            "--rejects",
+            rejects.to_str().unwrap(),
+            "--db",
+            &db,
+        ],
+        b"3,i,j,k,l\n",
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("error: --encoding \"klingon\""), "{err}");
+    assert_eq!(psql(&c, r#"SELECT count(*) FROM "ÜnÏ""#), "2");
+    assert!(!rejects.exists());
+
+    // A reader error after some chunks: the summary counts what was read.
+    psql(&c, "CREATE TABLE big (id int, v text)");
+    let mut csv = Vec::new();
+    for i in 0..50_000 {
+        csv.extend(format!("{i},row number {i}\n").bytes());
+    }
+    let mut zst = zstd::encode_all(&csv[..], 1).unwrap();
+    zst.truncate(zst.len() - 16);
+    let out = pgtide(
+        &[
+            "load",
+            "-",
+            "--table",
+            "big",
+            "--chunk-bytes",
+            "4096",
+            "--json",
+            "--db",
+            &db,
+        ],
+        &zst,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    let loaded: u64 = psql(&c, "SELECT count(*) FROM big").parse().unwrap();
+    assert!(loaded > 0, "{v}");
+    assert_eq!(v["rows_read"], loaded, "{v}");
+    assert_eq!(v["rows_loaded"], loaded, "{v}");
+}
+
+fn dir_with(name: &str, bytes: &[u8]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(name), bytes).unwrap();
+    dir
+}

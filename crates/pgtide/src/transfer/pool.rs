@@ -1,0 +1,155 @@
+//! The work of a copy: the plan cut into jobs, and the worker pairs that
+//! run them.
+//!
+//! ```text
+//! jobs: per table (largest first) ctid block ranges (snapshot::block_ranges),
+//!   or the whole table with --truncate or for a non-heap source; each
+//!   job's statements: BEGIN [; TRUNCATE], COPY (SELECT ...) TO STDOUT,
+//!   COPY t (...) FROM STDIN [FREEZE]
+//! pool: N tasks, each a (source, target) pair, take the next job from a
+//!   channel and run it (range::run); the first failure, or a stop request,
+//!   starts no new job; running jobs commit or roll back whole
+//! ```
+//!
+//! One job, its transaction and its COMMIT are `range`'s; this file only
+//! decides what the jobs are and who runs them, and words the failure
+//! (what is on the target, what to run next).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tokio_postgres::Client;
+
+use super::options::TransferOptions;
+use super::plan::Planned;
+use super::range::{self, Done, Job};
+use crate::conn::Target;
+use crate::error::{Error, ErrorKind};
+use crate::progress::Progress;
+use crate::snapshot;
+
+/// The jobs, table by table in plan order (largest first).
+pub(super) fn jobs(plans: &[Planned], blocks: &[u64], opts: &TransferOptions) -> Vec<Job> {
+    let mut out = Vec::new();
+    for (i, p) in plans.iter().enumerate() {
+        let format = if p.binary { "binary" } else { "text" };
+        let select = format!("SELECT {} FROM {}", p.columns, p.source.name.quoted());
+        let target = p.target.name.quoted();
+        let freeze = if p.freeze { ", FREEZE" } else { "" };
+        let target_sql = format!(
+            "COPY {target} ({}) FROM STDIN (FORMAT {format}{freeze})",
+            p.columns
+        );
+        let begin = if opts.truncate {
+            format!("BEGIN; TRUNCATE {target}")
+        } else {
+            "BEGIN".to_owned()
+        };
+        let ranges = if p.ranged && !opts.truncate {
+            snapshot::block_ranges(blocks[i], opts.workers)
+        } else {
+            vec![(0, None)]
+        };
+        for (index, (first, end)) in ranges.into_iter().enumerate() {
+            out.push(Job {
+                table: i,
+                index,
+                blocks: (first, end),
+                begin: begin.clone(),
+                source_sql: format!(
+                    "COPY ({select}{}) TO STDOUT (FORMAT {format})",
+                    snapshot::ctid_condition(first, end)
+                ),
+                target_sql: target_sql.clone(),
+                extra_messages: u64::from(p.binary),
+                may_skip: p.may_skip,
+            });
+        }
+    }
+    out
+}
+
+/// Runs `jobs` on worker pairs; returns the committed jobs and the first
+/// failure (or the stop request).
+pub(super) async fn pool(
+    jobs: Vec<Job>,
+    sources: Vec<Client>,
+    targets: Vec<Client>,
+    to: &Target,
+    progress: Arc<Progress>,
+) -> (Vec<(Job, Done)>, Option<Error>) {
+    let (tx, rx) = async_channel::unbounded();
+    for j in jobs {
+        let _ = tx.try_send(j);
+    }
+    drop(tx);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for (i, (source, target)) in sources.into_iter().zip(targets).enumerate() {
+        let (rx, stop, progress, to) = (rx.clone(), stop.clone(), progress.clone(), to.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut done = Vec::new();
+            let mut failure = None;
+            loop {
+                if stop.load(Ordering::Relaxed) || progress.stop_requested() {
+                    break;
+                }
+                let Ok(job) = rx.try_recv() else { break };
+                match range::run(&source, &target, &to, &job, &progress).await {
+                    Ok(d) => {
+                        Progress::add(&progress.rows_loaded, d.rows);
+                        if let Some(w) = progress.worker_rows.get(i) {
+                            Progress::add(w, d.rows);
+                        }
+                        done.push((job, d));
+                    }
+                    Err(e) => {
+                        stop.store(true, Ordering::Relaxed);
+                        failure = Some(e);
+                        break;
+                    }
+                }
+            }
+            (done, failure)
+        }));
+    }
+    let mut done = Vec::new();
+    let mut failure = None;
+    for t in tasks {
+        match t.await {
+            Ok((d, f)) => {
+                done.extend(d);
+                if failure.is_none() {
+                    failure = f;
+                }
+            }
+            Err(e) => {
+                failure.get_or_insert_with(|| Error::bug(format!("a copy worker failed: {e}")));
+            }
+        }
+    }
+    if failure.is_none() && !rx.is_empty() {
+        failure = Some(
+            Error::new(ErrorKind::Interrupted, "the copy was interrupted").with_hint(
+                "stopped by Ctrl-C or SIGTERM: the ranges listed as committed are on the \
+                 target; run again with --truncate to copy the tables whole",
+            ),
+        );
+    } else if let Some(e) = failure.take() {
+        let hint = match e.hint() {
+            Some(h) => format!(
+                "{h}; the ranges listed as committed are on the target, nothing of the others; \
+                 run again with --truncate to copy the tables whole"
+            ),
+            None => "the ranges listed as committed are on the target, nothing of the others; \
+                     run again with --truncate to copy the tables whole"
+                .to_owned(),
+        };
+        let mut out = Error::new(e.kind(), e.message().to_owned()).with_hint(hint);
+        if let Some(c) = e.sqlstate() {
+            out = out.with_sqlstate(c.to_owned());
+        }
+        failure = Some(out.with_source(e));
+    }
+    (done, failure)
+}
