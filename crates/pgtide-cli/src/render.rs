@@ -85,6 +85,29 @@ pub fn load_summary(r: &Report, json: bool) {
                 c.last
             );
         }
+        // Routed on the client: a chunk commits once per server, so what
+        // each server holds can go beyond the lines done everywhere.
+        for s in &r.shards {
+            for c in &s.committed {
+                outln!(
+                    "done on {}: {} lines {}-{} (their rows for {} are committed there)",
+                    s.server,
+                    c.input,
+                    c.first,
+                    c.last,
+                    s.server
+                );
+            }
+            for c in &s.in_doubt {
+                outln!(
+                    "in doubt on {}: {} lines {}-{} (COMMIT not answered: all or none there)",
+                    s.server,
+                    c.input,
+                    c.first,
+                    c.last
+                );
+            }
+        }
     }
 }
 

@@ -409,31 +409,6 @@ async fn what_the_client_cannot_route_goes_to_the_coordinator() {
     assert!(matches!(dests[1], Dest::Leaf(_)));
 }
 
-/// A second throwaway server holding the shards, and the coordinator's
-/// postgres_fdw set-up for it (foreign server `shard2`).
-async fn shard_server(db: &Db) -> (pgtide::cluster::Cluster, Client) {
-    let cluster = tokio::task::spawn_blocking(|| {
-        let bin = pgtide::cluster::PgBin::for_tests().unwrap();
-        pgtide::cluster::Cluster::temp(&bin, Default::default()).unwrap()
-    })
-    .await
-    .unwrap();
-    let client = cluster.target().connect().await.unwrap();
-    db.client
-        .batch_execute(&format!(
-            "CREATE EXTENSION postgres_fdw;
-             CREATE SERVER shard2 FOREIGN DATA WRAPPER postgres_fdw
-                 OPTIONS (host '127.0.0.1', port '{}', dbname 'postgres', batch_size '100');
-             CREATE USER MAPPING FOR CURRENT_USER SERVER shard2
-                 OPTIONS (user 'postgres', password '{}');",
-            cluster.port(),
-            cluster.password()
-        ))
-        .await
-        .unwrap();
-    (cluster, client)
-}
-
 fn rows_csv(n: usize) -> String {
     let mut rng = Rng(7);
     (0..n)
@@ -452,7 +427,7 @@ async fn count(c: &Client, sql: &str) -> i64 {
 #[tokio::test]
 async fn hash_partitions_on_another_server_are_loaded_directly() {
     let db = Db::start().await;
-    let (_shards, remote) = shard_server(&db).await;
+    let (_shards, remote) = support::shard_server(&db).await;
     // Remote tables in other column orders, one with a dropped column and
     // one whose column has another name (column_name option).
     let mut remote_sql = String::new();

@@ -128,6 +128,17 @@ impl Cluster {
         server::start(&self.bin, &self.layout, self.port)
     }
 
+    /// Stops the server (`pg_ctl stop -m <mode>`) until [`Cluster::start`]:
+    /// a server that is down, for fault tests.
+    pub fn stop(&self, mode: &str) -> Result<()> {
+        server::stop(&self.bin, &self.layout, mode)
+    }
+
+    /// Starts a server [`Cluster::stop`] stopped, on the same port.
+    pub fn start(&self) -> Result<()> {
+        server::start(&self.bin, &self.layout, self.port)
+    }
+
     /// The superuser connection (user and database `postgres`), password
     /// included. Built from an empty environment, so the caller's `PG*`
     /// variables cannot redirect it.

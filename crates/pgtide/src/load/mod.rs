@@ -208,6 +208,27 @@ pub struct Report {
     pub failed_row: Option<RowFailure>,
     /// `--on-conflict`: what the loaded rows did to the table.
     pub upsert: Option<UpsertReport>,
+    /// Rows routed on the client (a sharded target): per server, what it
+    /// committed. Empty otherwise.
+    pub shards: Vec<ShardReport>,
+}
+
+/// One server of a load routed on the client ([`sharded`]). Each chunk
+/// commits once per server, so a load that stopped may have committed a
+/// chunk's rows on some servers and not others: `committed` lists the
+/// input lines whose rows routed to this server are on it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShardReport {
+    /// `coordinator`, or the foreign server's name.
+    pub server: String,
+    /// Rows committed on this server.
+    pub rows: u64,
+    /// Input line ranges whose rows for this server it committed (merged).
+    pub committed: Vec<LineRange>,
+    /// Chunks whose COMMIT on this server got no answer and could not be
+    /// settled (the server went away): their rows for it may be there or
+    /// not, all or none; not counted as loaded.
+    pub in_doubt: Vec<LineRange>,
 }
 
 /// What an `--on-conflict` load did: every loaded row was inserted,
@@ -299,6 +320,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
                 .rows_loaded
                 .saturating_sub(outcome.merged.inserted + outcome.merged.updated),
         }),
+        shards: Vec::new(),
     };
     if let Some(plan) = &created {
         create::report(plan, &mut report);

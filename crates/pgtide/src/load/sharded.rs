@@ -14,10 +14,13 @@
 //!
 //! Commit model: one transaction per chunk per server. A chunk is done
 //! when every server committed its part; the report lists done chunks as
-//! line ranges, and for a chunk that failed on one server the servers
-//! that did commit their part (in `notes`), so nothing committed is
-//! unaccounted for. Rows the client cannot route go through the
-//! coordinator's parent table in the coordinator's transaction.
+//! line ranges, and per server (`Report::shards`) the chunks whose part
+//! it committed, so nothing committed is unaccounted for when a server
+//! refuses a row or goes away (a COMMIT it never answered is settled by
+//! `txid_status`, or listed as in doubt). Rows the client cannot route go
+//! through the coordinator's parent table in the coordinator's
+//! transaction. `route` cuts a chunk per destination; `server` loads one
+//! server's part and words its failures.
 //!
 //! Not here (the load falls back to the ordinary path, see
 //! [`eligible`]): `--rejects`, `--truncate`, `HEADER MATCH`, methods other
@@ -28,21 +31,26 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
-use copyfmt::fields::{split_record, Fields, NullSpec};
-use copyfmt::scan::{self, Dialect};
+use copyfmt::fields::NullSpec;
+use copyfmt::scan::Dialect;
 use tokio_postgres::Client;
 
-use super::copy::{copy_bytes, Framing};
+mod route;
+mod server;
+
+use super::copy::Framing;
 use super::row_error::line_ending_error;
-use super::{LineRange, LoadOptions, Method, Report};
+use super::{LineRange, LoadOptions, Method, Report, RowFailure, ShardReport};
 use crate::catalog::{Column, Table};
 use crate::chunk::{Chunk, Chunker, HeaderMode};
 use crate::conn::{Env, Target};
 use crate::copyopts::{CopyFormat, Header};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
-use crate::shard::{remote, LeafRoute, Plan, Scratch};
+use crate::shard::{remote, LeafRoute, Plan};
 use crate::source::Source;
+use route::{merge, route_chunk, Routed};
+use server::{load_part, name_server};
 
 /// `--route`: where rows of a partitioned target are routed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -142,7 +150,12 @@ struct Dest {
     label: String,
     server: usize,
     sql: String,
+    /// The relation as its server names it in `COPY rel, line N`.
+    relname: String,
 }
+
+/// The label of server 0.
+const COORDINATOR: &str = "coordinator";
 
 /// A server: the coordinator (index 0) or a foreign server.
 struct Server {
@@ -174,8 +187,14 @@ struct Ledger {
     chunks: u64,
     per_dest: BTreeMap<usize, u64>,
     committed: Vec<LineRange>,
+    /// Per server: the chunks whose part on it committed (an empty part
+    /// counts), so that a failure leaves every committed row accounted.
+    per_server: Vec<Vec<LineRange>>,
+    /// Per server: the chunks whose part's COMMIT got no answer.
+    in_doubt: Vec<Vec<LineRange>>,
     partial: Vec<String>,
     failure: Option<Error>,
+    failed_row: Option<RowFailure>,
 }
 
 /// Loads `opts.inputs` into the partitioned `table` along `plan`.
@@ -205,7 +224,7 @@ pub async fn run(
             .join(", ")
     };
     let mut servers = vec![Server {
-        label: "coordinator".into(),
+        label: COORDINATOR.into(),
         target: target.clone(),
     }];
     let mut dests = vec![Dest {
@@ -214,6 +233,7 @@ pub async fn run(
         sql: opts
             .copy
             .copy_from_sql(&table.name.quoted(), Some(&list(&names))),
+        relname: table.name.name.clone(),
     }];
     let mut leaf_dest = Vec::with_capacity(plan.routes.len());
     for (leaf, route) in plan.tree.leaves.iter().zip(&plan.routes) {
@@ -226,6 +246,7 @@ pub async fn run(
                     sql: opts
                         .copy
                         .copy_from_sql(&leaf.name.quoted(), Some(&list(&names))),
+                    relname: leaf.name.name.clone(),
                 });
                 leaf_dest.push(dests.len() - 1);
             }
@@ -259,6 +280,7 @@ pub async fn run(
                     label: format!("{} on {} ({})", leaf.name, r.server, r.table),
                     server,
                     sql: copy.copy_from_sql(&tbl, Some(&cols)),
+                    relname: r.table.name.clone(),
                 });
                 leaf_dest.push(dests.len() - 1);
             }
@@ -293,9 +315,10 @@ pub async fn run(
             s.target
                 .connect()
                 .await
-                .map_err(|e| name_server(e, &s.label))?,
+                .map_err(|e| unreachable(e, &s.label))?,
         );
     }
+    let n_servers = servers.len();
     let shared = Arc::new(Shared {
         plan,
         dests,
@@ -307,7 +330,11 @@ pub async fn run(
         framing,
         message_bytes: opts.message_bytes,
         may_skip: table_may_skip,
-        ledger: Mutex::new(Ledger::default()),
+        ledger: Mutex::new(Ledger {
+            per_server: vec![Vec::new(); n_servers],
+            in_doubt: vec![Vec::new(); n_servers],
+            ..Ledger::default()
+        }),
         progress: progress.clone(),
     });
     let (tx, rx) = async_channel::bounded::<Chunk>(1);
@@ -391,6 +418,24 @@ pub async fn run(
         notes.push(format!("{}: {rows} rows", shared.dests[*d].label));
     }
     notes.extend(ledger.partial.iter().cloned());
+    let shards = std::mem::take(&mut ledger.per_server)
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut ranges)| {
+            ranges.sort_by(|a, b| (&a.input, a.first).cmp(&(&b.input, b.first)));
+            ShardReport {
+                in_doubt: std::mem::take(&mut ledger.in_doubt[i]),
+                server: shared.servers[i].label.clone(),
+                rows: ledger
+                    .per_dest
+                    .iter()
+                    .filter(|(d, _)| shared.dests[**d].server == i)
+                    .map(|(_, n)| n)
+                    .sum(),
+                committed: merge(ranges),
+            }
+        })
+        .collect();
     let mut report = Report {
         rows_read,
         rows_loaded: ledger.rows_loaded,
@@ -409,8 +454,9 @@ pub async fn run(
         committed: merge(ledger.committed),
         notes,
         failure: ledger.failure.take(),
-        failed_row: None,
+        failed_row: ledger.failed_row.take(),
         upsert: None,
+        shards,
     };
     if report.failure.is_none()
         && report.rows_read != report.rows_loaded + report.rows_skipped_by_table
@@ -423,56 +469,21 @@ pub async fn run(
     Ok(report)
 }
 
-fn merge(mut ranges: Vec<LineRange>) -> Vec<LineRange> {
-    let mut out: Vec<LineRange> = Vec::new();
-    for r in ranges.drain(..) {
-        match out.last_mut() {
-            Some(l) if l.input == r.input && l.last + 1 >= r.first => l.last = l.last.max(r.last),
-            _ => out.push(r),
-        }
+/// A server that does not answer before the load starts: nothing was
+/// sent anywhere.
+fn unreachable(e: Error, label: &str) -> Error {
+    if label == COORDINATOR {
+        return e;
     }
-    out
-}
-
-fn name_server(e: Error, label: &str) -> Error {
-    let hint = e.hint().map(str::to_owned);
-    let mut out = Error::new(e.kind(), format!("shard {label}: {}", e.message()));
-    if let Some(h) = hint {
-        out = out.with_hint(h);
-    }
-    if let Some(s) = e.sqlstate() {
-        out = out.with_sqlstate(s.to_owned());
-    }
-    out
-}
-
-/// One chunk cut into per-destination buffers.
-struct Routed {
-    bufs: Vec<Vec<u8>>,
-    /// Per destination: the input line of each record sent.
-    lines: Vec<Vec<u64>>,
-}
-
-fn route_chunk(s: &Shared, chunk: &Chunk) -> Routed {
-    let n = s.dests.len();
-    let mut bufs = vec![Vec::new(); n];
-    let mut lines = vec![Vec::new(); n];
-    let mut fields = Fields::new();
-    let mut scratch = Scratch::default();
-    for span in scan::records_with(&s.dialect, chunk.eol, &chunk.data) {
-        let rec = &chunk.data[span.start..span.end];
-        let dest = if split_record(&s.dialect, &s.nulls, rec, &mut fields).is_err() {
-            s.coordinator_dest
-        } else {
-            match s.plan.route(&fields, &mut scratch) {
-                crate::shard::Dest::Leaf(i) => s.leaf_dest[i],
-                crate::shard::Dest::Coordinator => s.coordinator_dest,
-            }
-        };
-        bufs[dest].extend_from_slice(rec);
-        lines[dest].push(chunk.first_line + span.line);
-    }
-    Routed { bufs, lines }
+    let hint = format!(
+        "nothing was loaded; start {label} or point --shard-db {label}=CONNINFO at it, \
+         or load through the coordinator with --route coordinator"
+    );
+    let hint = match e.hint() {
+        Some(h) => format!("{h}; {hint}"),
+        None => hint,
+    };
+    name_server(e, label, Some(&hint))
 }
 
 async fn worker(
@@ -490,7 +501,7 @@ async fn worker(
                     srv.target
                         .connect()
                         .await
-                        .map_err(|e| name_server(e, &srv.label))?,
+                        .map_err(|e| unreachable(e, &srv.label))?,
                 );
             }
             c
@@ -514,15 +525,20 @@ async fn worker(
             .servers
             .iter()
             .enumerate()
-            .map(|(i, _)| load_server(s, &clients[i], i, &routed, &chunk));
+            .map(|(i, _)| load_part(s, &clients[i], i, &routed, &chunk));
         let results = futures_util::future::join_all(per_server).await;
         let mut l = s.ledger.lock().unwrap();
-        let last = chunk.first_line + chunk.lines.max(1) - 1;
+        let range = LineRange {
+            input: chunk.input.to_string(),
+            first: chunk.first_line,
+            last: chunk.first_line + chunk.lines.max(1) - 1,
+        };
         let mut ok_servers = Vec::new();
-        let mut err = None;
+        let mut failed = None;
         for (i, r) in results.into_iter().enumerate() {
             match r {
                 Ok(counts) => {
+                    l.per_server[i].push(range.clone());
                     if !counts.is_empty() {
                         ok_servers.push(s.servers[i].label.clone());
                     }
@@ -536,32 +552,36 @@ async fn worker(
                         }
                     }
                 }
-                Err(e) => {
-                    err.get_or_insert(e);
+                Err(f) => {
+                    if f.in_doubt {
+                        l.in_doubt[i].push(range.clone());
+                    }
+                    if failed.is_none() {
+                        failed = Some(f);
+                    }
                 }
             }
         }
-        match err {
+        match failed {
             None => {
                 l.chunks += 1;
                 l.bytes += chunk.data.len() as u64;
-                l.committed.push(LineRange {
-                    input: chunk.input.to_string(),
-                    first: chunk.first_line,
-                    last,
-                });
+                l.committed.push(range);
             }
-            Some(e) => {
+            Some(f) => {
                 if !ok_servers.is_empty() {
                     l.partial.push(format!(
                         "{} lines {}-{}: committed on {} only",
-                        chunk.input,
-                        chunk.first_line,
-                        last,
+                        range.input,
+                        range.first,
+                        range.last,
                         ok_servers.join(", ")
                     ));
                 }
-                l.failure.get_or_insert(e);
+                if l.failure.is_none() {
+                    l.failure = Some(f.error);
+                    l.failed_row = f.row;
+                }
                 drop(l);
                 rx.close();
                 break;
@@ -569,85 +589,4 @@ async fn worker(
         }
     }
     Ok(())
-}
-
-/// One chunk's rows for server `i`: one transaction, one COPY per
-/// destination with rows. Returns (dest, rows sent, rows loaded).
-async fn load_server(
-    s: &Shared,
-    client: &Client,
-    i: usize,
-    routed: &Routed,
-    chunk: &Chunk,
-) -> Result<Vec<(usize, u64, u64)>> {
-    let mine: Vec<usize> = (0..s.dests.len())
-        .filter(|&d| s.dests[d].server == i && !routed.bufs[d].is_empty())
-        .collect();
-    if mine.is_empty() {
-        return Ok(Vec::new());
-    }
-    let label = &s.servers[i].label;
-    client
-        .batch_execute("BEGIN")
-        .await
-        .map_err(|e| name_server(e.into(), label))?;
-    let mut counts = Vec::new();
-    for d in mine {
-        let data = Bytes::from(routed.bufs[d].clone());
-        let sent = routed.lines[d].len() as u64;
-        let got =
-            match copy_bytes(client, &s.dests[d].sql, &s.framing, &data, s.message_bytes).await {
-                Ok(n) => n,
-                Err(e) => {
-                    let _ = client.batch_execute("ROLLBACK").await;
-                    return Err(row_error(e, &s.dests[d], &routed.lines[d], chunk));
-                }
-            };
-        if got > sent || (got < sent && !s.may_skip) {
-            let _ = client.batch_execute("ROLLBACK").await;
-            return Err(Error::bug(format!(
-                "{}: the server counted {got} rows of the {sent} sent",
-                s.dests[d].label
-            )));
-        }
-        counts.push((d, sent, got));
-    }
-    client
-        .batch_execute("COMMIT")
-        .await
-        .map_err(|e| name_server(e.into(), label))?;
-    Ok(counts)
-}
-
-/// A COPY error naming the destination and, when the server names a line
-/// of the COPY, the input line.
-fn row_error(e: tokio_postgres::Error, dest: &Dest, lines: &[u64], chunk: &Chunk) -> Error {
-    let line = e
-        .as_db_error()
-        .and_then(|db| db.where_())
-        .and_then(|w| {
-            let rest = &w[w.find(", line ")? + 7..];
-            let n: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            n.parse::<usize>().ok()
-        })
-        .and_then(|n| lines.get(n.checked_sub(1)?));
-    let out = name_server(e.into(), &dest.label);
-    match line {
-        None => out,
-        Some(line) => {
-            let mut with_line = Error::new(
-                out.kind(),
-                format!("{} (input {} line {line})", out.message(), chunk.input),
-            )
-            .with_hint(
-                out.hint()
-                    .unwrap_or("fix the row and load the lines not listed as done")
-                    .to_owned(),
-            );
-            if let Some(code) = out.sqlstate() {
-                with_line = with_line.with_sqlstate(code.to_owned());
-            }
-            with_line
-        }
-    }
 }

@@ -294,3 +294,28 @@ pub async fn assert_same_rows(client: &Client, a: &str, b: &str, ctx: &str) {
         assert_eq!(diff, 0, "{x} has rows {y} lacks, for {ctx}");
     }
 }
+
+/// A second throwaway server holding the shards, and the coordinator's
+/// postgres_fdw set-up for it (foreign server `shard2`).
+pub async fn shard_server(db: &Db) -> (Cluster, Client) {
+    let cluster = tokio::task::spawn_blocking(|| {
+        let bin = PgBin::for_tests().unwrap();
+        Cluster::temp(&bin, Default::default()).unwrap()
+    })
+    .await
+    .unwrap();
+    let client = cluster.target().connect().await.unwrap();
+    db.client
+        .batch_execute(&format!(
+            "CREATE EXTENSION postgres_fdw;
+             CREATE SERVER shard2 FOREIGN DATA WRAPPER postgres_fdw
+                 OPTIONS (host '127.0.0.1', port '{}', dbname 'postgres', batch_size '100');
+             CREATE USER MAPPING FOR CURRENT_USER SERVER shard2
+                 OPTIONS (user 'postgres', password '{}');",
+            cluster.port(),
+            cluster.password()
+        ))
+        .await
+        .unwrap();
+    (cluster, client)
+}

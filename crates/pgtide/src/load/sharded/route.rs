@@ -1,0 +1,61 @@
+//! A chunk cut per destination: each record split, routed by the plan,
+//! its original bytes appended to its destination's buffer (a record the
+//! client cannot split or route goes to the coordinator's parent table).
+
+use copyfmt::fields::{split_record, Fields};
+use copyfmt::scan::{self, RecordSpan};
+
+use super::Shared;
+use crate::chunk::Chunk;
+use crate::load::LineRange;
+use crate::shard::Scratch;
+
+/// One chunk cut into per-destination buffers.
+pub(super) struct Routed {
+    pub bufs: Vec<Vec<u8>>,
+    /// Per destination: the index in the chunk of each record sent.
+    pub records: Vec<Vec<u64>>,
+    /// Every record of the chunk, in order.
+    pub spans: Vec<RecordSpan>,
+}
+
+pub(super) fn route_chunk(s: &Shared, chunk: &Chunk) -> Routed {
+    let n = s.dests.len();
+    let mut bufs = vec![Vec::new(); n];
+    let mut records = vec![Vec::new(); n];
+    let mut spans = Vec::with_capacity(chunk.records as usize);
+    let mut fields = Fields::new();
+    let mut scratch = Scratch::default();
+    for span in scan::records_with(&s.dialect, chunk.eol, &chunk.data) {
+        let rec = &chunk.data[span.start..span.end];
+        let dest = if split_record(&s.dialect, &s.nulls, rec, &mut fields).is_err() {
+            s.coordinator_dest
+        } else {
+            match s.plan.route(&fields, &mut scratch) {
+                crate::shard::Dest::Leaf(i) => s.leaf_dest[i],
+                crate::shard::Dest::Coordinator => s.coordinator_dest,
+            }
+        };
+        bufs[dest].extend_from_slice(rec);
+        records[dest].push(spans.len() as u64);
+        spans.push(span);
+    }
+    Routed {
+        bufs,
+        records,
+        spans,
+    }
+}
+
+/// `ranges` (sorted by input and first line) with touching or overlapping
+/// ones joined.
+pub(super) fn merge(mut ranges: Vec<LineRange>) -> Vec<LineRange> {
+    let mut out: Vec<LineRange> = Vec::new();
+    for r in ranges.drain(..) {
+        match out.last_mut() {
+            Some(l) if l.input == r.input && l.last + 1 >= r.first => l.last = l.last.max(r.last),
+            _ => out.push(r),
+        }
+    }
+    out
+}

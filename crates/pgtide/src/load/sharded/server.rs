@@ -1,0 +1,278 @@
+//! One chunk's rows on one server of a sharded load: one transaction,
+//! one COPY per destination, and what the user is told when it fails.
+//!
+//! ```text
+//! BEGIN; SELECT txid_current()
+//! COPY leaf (cols) FROM STDIN ...      one per destination with rows
+//! server count == rows sent? (fewer only when triggers may drop rows)
+//! COMMIT   lost answer: txid_status on a new connection; a server that
+//!          cannot be reached leaves the part in doubt, and says so
+//! ```
+//!
+//! A refused row is placed in the input as the main path places it
+//! (`input:line: ...; row: ...`, [`RowFailure`] in the report), with the
+//! leaf and server that refused it: the server's `line N` counts lines of
+//! that destination's COPY, which are not the chunk's.
+
+use bytes::Bytes;
+use tokio_postgres::{Client, SimpleQueryMessage};
+
+use super::{Dest, Routed, Shared};
+use crate::chunk::Chunk;
+use crate::error::{Error, ErrorKind, Result};
+use crate::failure::RowFailure;
+use crate::load::copy::copy_bytes;
+use crate::load::outcome::last_line;
+use crate::load::row_error::show_row;
+use crate::load::spec::record_at_line;
+
+/// Why a server's part of a chunk did not commit.
+pub(super) struct PartFailed {
+    pub error: Error,
+    /// The input row the server refused, when it named one.
+    pub row: Option<RowFailure>,
+    /// The COMMIT was sent and not answered, and the server could not be
+    /// asked afterwards: the part may be committed.
+    pub in_doubt: bool,
+}
+
+impl From<Error> for PartFailed {
+    fn from(error: Error) -> Self {
+        PartFailed {
+            error,
+            row: None,
+            in_doubt: false,
+        }
+    }
+}
+
+/// Rows of one destination: (dest, rows sent, rows the server counted).
+pub(super) type Counts = Vec<(usize, u64, u64)>;
+
+/// One chunk's rows for server `i`: one transaction, one COPY per
+/// destination with rows.
+pub(super) async fn load_part(
+    s: &Shared,
+    client: &Client,
+    i: usize,
+    routed: &Routed,
+    chunk: &Chunk,
+) -> std::result::Result<Counts, PartFailed> {
+    let mine: Vec<usize> = (0..s.dests.len())
+        .filter(|&d| s.dests[d].server == i && !routed.bufs[d].is_empty())
+        .collect();
+    if mine.is_empty() {
+        return Ok(Vec::new());
+    }
+    let label = &s.servers[i].label;
+    let txid = begin(client)
+        .await
+        .map_err(|e| part_error(e, label, chunk))?;
+    let mut counts = Vec::new();
+    for d in mine {
+        let data = Bytes::from(routed.bufs[d].clone());
+        let sent = routed.records[d].len() as u64;
+        let dest = &s.dests[d];
+        let got = match copy_bytes(client, &dest.sql, &s.framing, &data, s.message_bytes).await {
+            Ok(n) => n,
+            Err(e) => {
+                let _ = client.batch_execute("ROLLBACK").await;
+                return Err(refused(s, e, d, routed, chunk));
+            }
+        };
+        if got > sent || (got < sent && !s.may_skip) {
+            let _ = client.batch_execute("ROLLBACK").await;
+            return Err(Error::bug(format!(
+                "{}: the server counted {got} rows of the {sent} sent",
+                dest.label
+            ))
+            .into());
+        }
+        counts.push((d, sent, got));
+    }
+    if let Err(e) = client.batch_execute("COMMIT").await {
+        let e = Error::from(e);
+        if e.kind() != ErrorKind::ConnectionLost {
+            return Err(part_error(e, label, chunk).into());
+        }
+        return match committed(&s.servers[i].target, &txid).await {
+            Some(true) => Ok(counts),
+            Some(false) => Err(part_error(e, label, chunk).into()),
+            None => Err(PartFailed {
+                error: in_doubt(e, label, &txid, chunk),
+                row: None,
+                in_doubt: true,
+            }),
+        };
+    }
+    Ok(counts)
+}
+
+/// Opens the transaction and returns its txid, to settle a COMMIT whose
+/// answer is lost.
+async fn begin(client: &Client) -> Result<String> {
+    let msgs = client
+        .simple_query("BEGIN; SELECT pg_catalog.txid_current()::text")
+        .await?;
+    msgs.iter()
+        .find_map(|m| match m {
+            SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+            _ => None,
+        })
+        .ok_or_else(|| Error::bug("txid_current() returned no row"))
+}
+
+/// Whether `txid` committed, asked on a new connection; `None` when the
+/// server cannot tell (unreachable, or the answer is not a status).
+async fn committed(target: &crate::conn::Target, txid: &str) -> Option<bool> {
+    let c = target.connect().await.ok()?;
+    let id: i64 = txid.parse().ok()?;
+    let row = c
+        .query_one("SELECT pg_catalog.txid_status($1::int8)", &[&id])
+        .await
+        .ok()?;
+    match row.get::<_, Option<String>>(0).as_deref() {
+        Some("committed") => Some(true),
+        Some("aborted") => Some(false),
+        _ => None,
+    }
+}
+
+fn in_doubt(e: Error, label: &str, txid: &str, chunk: &Chunk) -> Error {
+    Error::new(
+        ErrorKind::ConnectionLost,
+        format!(
+            "shard {label}: the COMMIT of {} lines {}-{} was not answered ({}), \
+             and the server cannot be asked whether it committed",
+            chunk.input,
+            chunk.first_line,
+            last_line(chunk),
+            e.message()
+        ),
+    )
+    .with_hint(format!(
+        "once {label} is back, SELECT txid_status({txid}) on it says whether those rows \
+         are there; the lines listed as done are committed on every server"
+    ))
+}
+
+/// `e` with the server it came from in front of its message.
+pub(super) fn name_server(e: Error, label: &str, hint: Option<&str>) -> Error {
+    let hint = hint.or(e.hint()).map(str::to_owned);
+    let mut out = Error::new(e.kind(), format!("shard {label}: {}", e.message()));
+    if let Some(h) = hint {
+        out = out.with_hint(h);
+    }
+    if let Some(s) = e.sqlstate() {
+        out = out.with_sqlstate(s.to_owned());
+    }
+    out
+}
+
+/// An error of server `label` that names no row (a lost connection, a
+/// failed COMMIT): the chunk's lines, and for a lost server what a retry
+/// must not do.
+fn part_error(e: Error, label: &str, chunk: &Chunk) -> Error {
+    let lines = format!(
+        "{} lines {}-{}: ",
+        chunk.input,
+        chunk.first_line,
+        last_line(chunk)
+    );
+    let e = name_server(e, label, None);
+    let mut out = Error::new(e.kind(), format!("{lines}{}", e.message()));
+    if let Some(s) = e.sqlstate() {
+        out = out.with_sqlstate(s.to_owned());
+    }
+    let hint = match e.kind() {
+        ErrorKind::ConnectionLost => format!(
+            "check that {label} is up; the lines listed as done are committed on every \
+             server and each 'done on SERVER' line says what that server holds: load only \
+             the rest (loading the whole input again would duplicate those rows)"
+        ),
+        _ => e.hint().unwrap_or_default().to_owned(),
+    };
+    if hint.is_empty() {
+        out
+    } else {
+        out.with_hint(hint)
+    }
+}
+
+/// A COPY into destination `d` failed: the row it names, placed in the
+/// input, with the destination; or the server's error as it is.
+fn refused(
+    s: &Shared,
+    e: tokio_postgres::Error,
+    d: usize,
+    routed: &Routed,
+    chunk: &Chunk,
+) -> PartFailed {
+    let dest: &Dest = &s.dests[d];
+    let label = &s.servers[dest.server].label;
+    let Some(db) = e.as_db_error() else {
+        return part_error(e.into(), label, chunk).into();
+    };
+    if crate::error::classify(&e) == crate::error::Class::Connection {
+        return part_error(e.into(), label, chunk).into();
+    }
+    let index = db
+        .where_()
+        .and_then(|w| crate::failure::parse_context(w, &dest.relname))
+        .and_then(|(line, _)| record_at_line(&s.dialect, &routed.bufs[d], line))
+        .and_then(|i| routed.records[d].get(i as usize).copied());
+    let Some(index) = index else {
+        let message = format!(
+            "{}: in lines {}-{}: {}: {}",
+            chunk.input,
+            chunk.first_line,
+            last_line(chunk),
+            dest.label,
+            db.message()
+        );
+        return with_server_words(message, db, None).into();
+    };
+    let span = routed.spans[index as usize];
+    let row = RowFailure::new(chunk, s.dialect.format, index, &span, &dest.relname, &e);
+    let column = row
+        .column
+        .as_ref()
+        .map(|c| format!("column {c}: "))
+        .unwrap_or_default();
+    let message = format!(
+        "{}:{}: {}: {column}{}",
+        row.input,
+        row.line,
+        dest.label,
+        db.message()
+    );
+    let preview = show_row(&chunk.data[span.start..span.end]);
+    PartFailed {
+        error: with_server_words(message, db, Some(&preview)),
+        row: Some(row),
+        in_doubt: false,
+    }
+}
+
+fn with_server_words(
+    mut message: String,
+    db: &tokio_postgres::error::DbError,
+    preview: Option<&str>,
+) -> Error {
+    if let Some(detail) = db.detail() {
+        message.push_str(&format!(" ({detail})"));
+    }
+    if let Some(p) = preview {
+        message.push_str(&format!("; row: {p}"));
+    }
+    let mut hint = String::from(
+        "fix the row and load the lines not listed as done (the summary lists them, \
+         and per server what each committed)",
+    );
+    if let Some(h) = db.hint() {
+        hint = format!("{h}; {hint}");
+    }
+    Error::new(ErrorKind::Server, message)
+        .with_sqlstate(db.code().code())
+        .with_hint(hint)
+}

@@ -1,0 +1,348 @@
+//! Sharded targets (issue 10) when something goes wrong: a row a shard
+//! refuses, a shard that is down before the load or goes down during it.
+//!
+//! The tree is mixed: `s` is hash-partitioned by `n` (modulus 4), leaves
+//! 0 and 1 local on the coordinator, 2 and 3 postgres_fdw tables on a
+//! second server (`shard2`), whose tables alone have a CHECK. Every
+//! failed load is checked against what the servers hold: per server, the
+//! rows present are exactly the rows routed to it whose lines the report
+//! says that server committed (plus, all or none, a part in doubt).
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use pgtide::copyopts::CopyFormat;
+use pgtide::ident::QualifiedName;
+use pgtide::load::{LineRange, LoadOptions, Report};
+use pgtide::progress::Progress;
+use support::Db;
+use tokio_postgres::Client;
+
+const ROWS: i32 = 3000;
+
+/// The coordinator's tree and the shard's tables.
+async fn setup(db: &Db, remote: &Client) {
+    remote
+        .batch_execute(
+            "CREATE TABLE r2 (n int, v int CHECK (v >= 0), t text);
+             CREATE TABLE r3 (n int, v int CHECK (v >= 0), t text);",
+        )
+        .await
+        .unwrap();
+    db.client
+        .batch_execute(
+            "CREATE TABLE s (n int, v int, t text) PARTITION BY HASH (n);
+             CREATE TABLE s0 PARTITION OF s FOR VALUES WITH (modulus 4, remainder 0);
+             CREATE TABLE s1 PARTITION OF s FOR VALUES WITH (modulus 4, remainder 1);
+             CREATE FOREIGN TABLE s2 PARTITION OF s FOR VALUES WITH (modulus 4, remainder 2)
+                 SERVER shard2 OPTIONS (table_name 'r2');
+             CREATE FOREIGN TABLE s3 PARTITION OF s FOR VALUES WITH (modulus 4, remainder 3)
+                 SERVER shard2 OPTIONS (table_name 'r3');",
+        )
+        .await
+        .unwrap();
+}
+
+/// Server of each key `0..ROWS`, by the server's own hash.
+async fn routes(db: &Db) -> BTreeMap<i32, &'static str> {
+    db.client
+        .query(
+            "SELECT g, r FROM generate_series(0, $1 - 1) g, generate_series(0, 3) r \
+             WHERE satisfies_hash_partition('s'::regclass, 4, r, g)",
+            &[&ROWS],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| {
+            let r: i32 = row.get(1);
+            (row.get(0), if r < 2 { "coordinator" } else { "shard2" })
+        })
+        .collect()
+}
+
+/// The input: `n,v,t` for n in 0..ROWS, every seventh `t` spanning two
+/// lines (so input lines are not record numbers), `bad` rows replaced.
+/// Returns the CSV and the first line of each n.
+fn input(bad: &BTreeMap<i32, String>) -> (String, BTreeMap<i32, u64>) {
+    let mut csv = String::new();
+    let mut lines = BTreeMap::new();
+    let mut line = 1;
+    for n in 0..ROWS {
+        lines.insert(n, line);
+        let row = match bad.get(&n) {
+            Some(r) => format!("{r}\n"),
+            None if n % 7 == 0 => format!("{n},{n},\"two\nlines {n}\"\n"),
+            None => format!("{n},{n},row {n}\n"),
+        };
+        line += row.matches('\n').count() as u64;
+        csv.push_str(&row);
+    }
+    (csv, lines)
+}
+
+async fn load(db: &Db, csv: &str) -> pgtide::error::Result<Report> {
+    let path = db.file(csv.as_bytes(), support::Compress::None);
+    let mut opts = LoadOptions::new(
+        vec![path.to_string_lossy().into_owned()],
+        QualifiedName::parse("s").unwrap(),
+        CopyFormat::Csv,
+    );
+    opts.workers = 2;
+    opts.chunk_bytes = 4 << 10;
+    pgtide::load::run(&db.target, &opts, Arc::new(Progress::new(2))).await
+}
+
+fn within(ranges: &[LineRange], line: u64) -> bool {
+    ranges.iter().any(|r| (r.first..=r.last).contains(&line))
+}
+
+async fn keys(c: &Client, sql: &str) -> Vec<i32> {
+    let mut v: Vec<i32> = c
+        .query(sql, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every row is where the report says: per server, present exactly when
+/// its line is in that server's committed ranges (a part in doubt: all
+/// of its rows or none); loaded = rows present; lines done everywhere
+/// are done on each server; the `bad` rows nowhere.
+async fn check_accounted(
+    db: &Db,
+    remote: &Client,
+    report: &Report,
+    lines: &BTreeMap<i32, u64>,
+    bad: &[i32],
+) {
+    let routes = routes(db).await;
+    let present = [
+        (
+            "coordinator",
+            keys(&db.client, "SELECT n FROM s0 UNION ALL SELECT n FROM s1").await,
+        ),
+        (
+            "shard2",
+            keys(remote, "SELECT n FROM r2 UNION ALL SELECT n FROM r3").await,
+        ),
+    ];
+    assert_eq!(report.shards.len(), 2, "{:?}", report.shards);
+    let mut total = 0;
+    for (server, got) in &present {
+        let shard = report.shards.iter().find(|s| s.server == *server).unwrap();
+        for r in &report.committed {
+            assert!(
+                within(&shard.committed, r.first) && within(&shard.committed, r.last),
+                "{r:?} is done but not on {server}: {:?}",
+                shard.committed
+            );
+        }
+        let mut want: Vec<i32> = lines
+            .iter()
+            .filter(|(n, line)| {
+                routes[n] == *server && !bad.contains(n) && within(&shard.committed, **line)
+            })
+            .map(|(n, _)| *n)
+            .collect();
+        // A part in doubt is all there or not at all.
+        for r in &shard.in_doubt {
+            let part: Vec<i32> = lines
+                .iter()
+                .filter(|(n, line)| routes[n] == *server && (r.first..=r.last).contains(*line))
+                .map(|(n, _)| *n)
+                .collect();
+            let there = part.iter().filter(|n| got.contains(n)).count();
+            assert!(there == 0 || there == part.len(), "{r:?} on {server}");
+            if there > 0 {
+                want.extend(part);
+            }
+        }
+        want.sort();
+        assert_eq!(got, &want, "rows on {server} vs its committed ranges");
+        let got_rows = got.len() as u64;
+        assert!(
+            shard.rows <= got_rows,
+            "{server}: {} > {got_rows}",
+            shard.rows
+        );
+        total += got_rows;
+    }
+    let doubted: u64 = present
+        .iter()
+        .map(|(server, got)| {
+            let shard = report.shards.iter().find(|s| s.server == *server).unwrap();
+            got.len() as u64 - shard.rows
+        })
+        .sum();
+    assert_eq!(report.rows_loaded + doubted, total);
+    assert!(report.rows_read >= report.rows_loaded);
+    for n in bad {
+        assert!(!within(&report.committed, lines[n]), "bad row {n} done");
+    }
+}
+
+/// The first key at or after `from` that routes to `server`.
+async fn key_on(db: &Db, server: &str, from: i32) -> i32 {
+    let routes = routes(db).await;
+    *routes
+        .iter()
+        .find(|(n, s)| **n >= from && **s == server)
+        .unwrap()
+        .0
+}
+
+#[tokio::test]
+async fn a_row_a_shard_refuses_stops_the_load_at_its_line() {
+    let db = Db::start().await;
+    let (_shards, remote) = support::shard_server(&db).await;
+    setup(&db, &remote).await;
+    // (server the row routes to, the row, what the message says)
+    let on_shard = key_on(&db, "shard2", 2000).await;
+    let on_shard_early = key_on(&db, "shard2", 100).await;
+    let local = key_on(&db, "coordinator", 1500).await;
+    let cases = [
+        // A CHECK the remote table alone has.
+        (
+            on_shard,
+            format!("{on_shard},-1,negative"),
+            "violates check constraint",
+            "23514",
+        ),
+        // A type error in a row for the shard, early in the file.
+        (
+            on_shard_early,
+            format!("{on_shard_early},x,bad int"),
+            "invalid input syntax for type integer",
+            "22P02",
+        ),
+        // A type error in a row for a local leaf.
+        (
+            local,
+            format!("{local},y,bad int"),
+            "invalid input syntax for type integer",
+            "22P02",
+        ),
+        // A key the client cannot read: through the coordinator.
+        (
+            2500,
+            "z,1,bad key".to_owned(),
+            "invalid input syntax for type integer",
+            "22P02",
+        ),
+    ];
+    for (n, row, says, code) in cases {
+        db.client.batch_execute("TRUNCATE s0, s1").await.unwrap();
+        remote.batch_execute("TRUNCATE r2, r3").await.unwrap();
+        let bad = BTreeMap::from([(n, row.clone())]);
+        let (csv, lines) = input(&bad);
+        let report = load(&db, &csv).await.unwrap();
+        let e = report
+            .failure
+            .as_ref()
+            .unwrap_or_else(|| panic!("{row}: the load must fail"));
+        let at = format!(":{}: ", lines[&n]);
+        assert!(e.message().contains(&at), "{row}: {at} in {}", e.message());
+        assert!(e.message().contains(says), "{row}: {}", e.message());
+        assert_eq!(e.sqlstate(), Some(code), "{row}");
+        if n != 2500 && routes(&db).await[&n] == "shard2" {
+            assert!(e.message().contains("shard2"), "{}", e.message());
+        }
+        let failed = report.failed_row.as_ref().expect("the failed row");
+        assert_eq!(failed.line, lines[&n], "{row}");
+        assert_eq!(failed.record, n as u64 + 1, "{row}");
+        check_accounted(&db, &remote, &report, &lines, &[n]).await;
+    }
+}
+
+#[tokio::test]
+async fn a_shard_that_is_down_before_the_load_is_named_and_nothing_is_loaded() {
+    let db = Db::start().await;
+    let (shards, remote) = support::shard_server(&db).await;
+    setup(&db, &remote).await;
+    drop(remote);
+    tokio::task::spawn_blocking(move || {
+        shards.stop("fast").unwrap();
+        shards
+    })
+    .await
+    .unwrap();
+    let (csv, _) = input(&BTreeMap::new());
+    let e = load(&db, &csv).await.expect_err("shard2 is down");
+    assert!(e.message().contains("shard shard2"), "{}", e.message());
+    let hint = e.hint().unwrap_or_default();
+    assert!(hint.contains("nothing was loaded"), "{hint}");
+    assert_eq!(
+        keys(&db.client, "SELECT n FROM s0 UNION ALL SELECT n FROM s1")
+            .await
+            .len(),
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_shard_that_goes_down_mid_load_leaves_every_committed_range_listed() {
+    let db = Db::start().await;
+    let (shards, remote) = support::shard_server(&db).await;
+    let pg_ctl = shards.bin().tool("pg_ctl");
+    let data = shards.data_dir().to_owned();
+    setup(&db, &remote).await;
+    // The shard stops itself (immediate: no goodbye to the sessions)
+    // when row `stop_at` arrives, and holds that row until it is gone.
+    let stop_at = key_on(&db, "shard2", 1800).await;
+    let leaf: i32 = db
+        .client
+        .query_one(
+            "SELECT r FROM generate_series(2, 3) r \
+             WHERE satisfies_hash_partition('s'::regclass, 4, r, $1::int)",
+            &[&stop_at],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let table = format!("r{leaf}");
+    remote
+        .batch_execute(&format!(
+            "CREATE FUNCTION stop_here() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF NEW.n = {stop_at} THEN
+                     COPY (SELECT 1) TO PROGRAM
+                         'sh -c \"{} stop -m immediate -D {}\" </dev/null >/dev/null 2>&1 &';
+                     PERFORM pg_sleep(120);
+                 END IF;
+                 RETURN NEW;
+             END $$;
+             CREATE TRIGGER stop_here BEFORE INSERT ON {table}
+                 FOR EACH ROW EXECUTE FUNCTION stop_here();",
+            pg_ctl.display(),
+            data.display()
+        ))
+        .await
+        .unwrap();
+    drop(remote);
+    let (csv, lines) = input(&BTreeMap::new());
+    let report = load(&db, &csv).await.unwrap();
+    let e = report.failure.as_ref().expect("shard2 went down");
+    assert!(e.message().contains("shard2"), "{}", e.message());
+    assert!(
+        !within(&report.committed, lines[&stop_at]),
+        "{:?}",
+        report.committed
+    );
+    // Lines after the stop were read, and some before it committed.
+    assert!(!report.committed.is_empty());
+    let shards = tokio::task::spawn_blocking(move || {
+        shards.start().unwrap();
+        shards
+    })
+    .await
+    .unwrap();
+    let remote = shards.target().connect().await.unwrap();
+    check_accounted(&db, &remote, &report, &lines, &[]).await;
+}
