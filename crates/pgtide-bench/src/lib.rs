@@ -18,7 +18,7 @@
 //!   loading in a loop), [`markdown`] and [`chart`] (reports);
 //! - the scenarios, one file each, which never import each other:
 //!   [`load`], [`concurrent`], [`parallel`], [`export`], [`copy`],
-//!   [`fdw`], [`methods`], [`rejects`].
+//!   [`fdw`], [`methods`], [`rejects`], [`shards`].
 
 #![deny(missing_docs)]
 
@@ -35,6 +35,7 @@ pub mod markdown;
 pub mod methods;
 pub mod parallel;
 pub mod rejects;
+pub mod shards;
 pub mod upsert;
 
 use std::future::Future;

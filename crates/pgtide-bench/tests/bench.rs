@@ -277,6 +277,74 @@ async fn fdw_scenario(target: &Target, bin: &PgBin) {
     assert_eq!(left, 0, "the foreign server is dropped at the end");
 }
 
+/// `bench shards` on its own cluster (it starts a shard server too), so
+/// that it can run alone.
+#[tokio::test]
+async fn shards_scenario_is_well_formed_at_tiny_sizes() {
+    use pgtide_bench::shards::{self, ShardsBench};
+    let bin = PgBin::for_tests().expect("PostgreSQL binaries");
+    let cluster = {
+        let bin = bin.clone();
+        tokio::task::spawn_blocking(move || Cluster::temp(&bin, ClusterOptions::default()))
+            .await
+            .unwrap()
+            .expect("start a throwaway cluster")
+    };
+    let target = cluster.target();
+    let dir = server_readable_dir();
+    let spec = ShardsBench {
+        scale: 0.002,
+        runs: 1,
+        workers: vec![1, 2],
+        dir: dir.path().to_owned(),
+        remote_bin: Some(bin.clone()),
+    };
+    // Each run checks its rows itself (count, distinct, placement by
+    // satisfies_hash_partition): an error here is a lost or misplaced row.
+    let results = shards::run(&target, &spec, |_| {})
+        .await
+        .expect("bench shards runs");
+    let contenders = [
+        shards::local_name(1),
+        shards::local_name(2),
+        shards::direct_name(1),
+        shards::direct_name(2),
+        shards::coordinator_name(1),
+        shards::coordinator_name(2),
+        shards::psql_name(),
+    ];
+    let contenders: Vec<&str> = contenders.iter().map(String::as_str).collect();
+    assert_contenders(&results, &["2000 rows"], &contenders);
+    if bin.dir() == Path::new(DEBIAN_PG15) {
+        for m in results
+            .iter()
+            .filter(|m| m.contender != shards::psql_name())
+        {
+            assert!(
+                m.skipped.is_none(),
+                "postgres_fdw ships with Debian's PG 15: {m:?}"
+            );
+        }
+    }
+    assert!(results.iter().all(|m| m.rows == 2000));
+    let local = shards::local_name(2);
+    assert_well_formed(&results, &[local.as_str()]);
+    let client = target.connect().await.unwrap();
+    let left: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_foreign_server WHERE srvname = 'shards'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0, "the foreign server is dropped at the end");
+    drop(client);
+    tokio::task::spawn_blocking(move || drop(cluster))
+        .await
+        .unwrap();
+}
+
 /// Exactly one measurement per data set and contender, in this order of
 /// contenders within each data set.
 fn assert_contenders(results: &[Measurement], datasets: &[&str], contenders: &[&str]) {

@@ -50,6 +50,11 @@ pub enum BenchScenario {
     /// table holding half of its rows, against a plain load into the empty
     /// table and pipelined INSERT .. ON CONFLICT.
     Upsert(BenchUpsertArgs),
+    /// Issue 10: 1M rows into 8 hash partitions that are postgres_fdw
+    /// foreign tables on a second throwaway server: pgtide load routing on
+    /// the client, pgtide load --route coordinator and psql \copy into the
+    /// parent, next to pgtide load into one local table.
+    Shards(BenchShardsArgs),
 }
 
 /// `pgtide bench upsert ...`
@@ -67,6 +72,22 @@ pub struct BenchUpsertArgs {
     #[arg(long, value_delimiter = ',', default_values_t = [1, 2])]
     pub workers: Vec<usize>,
     /// Where generated files go (default: a temp dir).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+/// `pgtide bench shards ...`
+#[derive(Debug, Args)]
+pub struct BenchShardsArgs {
+    #[command(flatten)]
+    pub common: BenchCommonArgs,
+    /// Rows loaded, scaled from the issue's 1M.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Worker counts for pgtide load.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4])]
+    pub workers: Vec<usize>,
+    /// Where the generated CSV file goes (default: a temp dir).
     #[arg(long)]
     pub dir: Option<PathBuf>,
 }

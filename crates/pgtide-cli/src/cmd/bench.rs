@@ -21,6 +21,7 @@ use pgtide_bench::markdown::table;
 use pgtide_bench::methods::MethodsBench;
 use pgtide_bench::parallel::ParallelBench;
 use pgtide_bench::rejects::RejectsBench;
+use pgtide_bench::shards::ShardsBench;
 use pgtide_bench::upsert::UpsertBench;
 use pgtide_bench::{chart, Measurement, Scenario, Unit};
 
@@ -105,6 +106,16 @@ pub async fn run(a: BenchArgs) -> pgtide::Result<u8> {
                 dir: dir_or_default(u.dir)?,
             };
             scenario(spec, &u.common).await
+        }
+        BenchScenario::Shards(sh) => {
+            let spec = ShardsBench {
+                scale: sh.scale,
+                runs: runs(&sh.common),
+                workers: sh.workers,
+                dir: dir_or_default(sh.dir)?,
+                remote_bin: None,
+            };
+            scenario(spec, &sh.common).await
         }
     }
 }
