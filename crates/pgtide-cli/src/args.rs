@@ -228,6 +228,17 @@ pub struct LoadArgs {
     #[arg(long)]
     pub truncate: bool,
 
+    /// Drop the table's non-unique secondary indexes right before the
+    /// first chunk and build them again after the load, in parallel (one
+    /// connection per index, up to --workers, maintenance_work_mem 512MB):
+    /// faster than maintaining them row by row on large loads. Unique and
+    /// constraint indexes are kept. The definitions are saved in
+    /// pgtide.deferred_indexes first, so after a kill `pgtide ledger
+    /// restore-indexes` (or the next load with --defer-indexes) builds
+    /// them. Other sessions see the table without those indexes meanwhile.
+    #[arg(long)]
+    pub defer_indexes: bool,
+
     /// How rows are sent (default: copy, or pipeline with --sql). Every
     /// method loads the same rows; see "Methods" below.
     #[arg(long, short = 'm', value_enum)]

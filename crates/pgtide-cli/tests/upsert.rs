@@ -80,6 +80,7 @@ fn explain_prints_the_plan_and_writes_nothing() {
         "workers: 2 connections",
         "truncate: TRUNCATE \"public\".\"e\"",
         "freeze: no",
+        "indexes: kept",
         "on conflict: (id) update",
         "resume: no ledger entry",
         "rejects: none",

@@ -1,4 +1,5 @@
-//! `pgtide load --resume` (flattened into `LoadArgs`) and `pgtide ledger`.
+//! `pgtide load --resume` (flattened into `LoadArgs`) and `pgtide ledger`
+//! (the resume ledger, and the indexes `--defer-indexes` saved).
 
 use clap::{Args, Subcommand, ValueEnum};
 
@@ -86,5 +87,13 @@ pub enum LedgerAction {
         /// Every entry (of --table, when given).
         #[arg(long, conflicts_with = "inputs")]
         all: bool,
+    },
+    /// Build the indexes that `load --defer-indexes` dropped and could not
+    /// build again (the load was killed, or a build failed): their
+    /// definitions wait in pgtide.deferred_indexes.
+    RestoreIndexes {
+        /// Connections building at once.
+        #[arg(long, short = 'w', default_value_t = 2)]
+        workers: usize,
     },
 }

@@ -1,4 +1,5 @@
-//! `pgtide ledger list|forget`: the `--resume` ledger (pgtide.ledger).
+//! `pgtide ledger list|forget|restore-indexes`: the `--resume` ledger
+//! (pgtide.ledger) and the indexes `--defer-indexes` saved.
 
 use pgtide::load::ledger;
 
@@ -45,6 +46,21 @@ pub async fn run(a: LedgerArgs) -> pgtide::Result<u8> {
                 n += ledger::forget(&client, Some(input), table.as_deref()).await?;
             }
             println!("forgot {n} ledger entries; the rows loaded stay in their tables");
+        }
+        LedgerAction::RestoreIndexes { workers } => {
+            drop(client);
+            let r = pgtide::load::indexes::rebuild(&target, None, workers).await?;
+            println!(
+                "built {} index{} in {:.2} s{}{}",
+                r.built.len(),
+                if r.built.len() == 1 { "" } else { "es" },
+                r.seconds,
+                if r.built.is_empty() { "" } else { ": " },
+                r.built.join(", ")
+            );
+            if let Some(e) = r.failure {
+                return Err(e);
+            }
         }
     }
     Ok(crate::EXIT_OK)

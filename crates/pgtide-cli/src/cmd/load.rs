@@ -76,6 +76,7 @@ fn options(a: &LoadArgs, format: CopyFormat) -> pgtide::Result<LoadOptions> {
     o.columns = a.columns.as_deref().map(parse_column_list).transpose()?;
     o.workers = a.workers;
     o.truncate = a.truncate;
+    o.defer_indexes = a.defer_indexes;
     o.method = match (a.method, &a.sql) {
         (None, None) => load::Method::Copy,
         (None, Some(_)) => load::Method::Pipeline,

@@ -21,6 +21,7 @@
 mod binary;
 pub mod copy;
 pub mod create;
+pub mod indexes;
 mod insert;
 mod invariants;
 pub mod ledger;
@@ -115,6 +116,10 @@ pub struct LoadOptions {
     pub on_conflict: Option<upsert::OnConflict>,
     /// `--key`: the columns rows are matched on (default: the primary key).
     pub key: Option<Vec<String>>,
+    /// `--defer-indexes`: drop the table's non-unique secondary indexes
+    /// right before the first chunk and build them again after the load
+    /// (see [`indexes`]).
+    pub defer_indexes: bool,
 }
 
 impl LoadOptions {
@@ -142,6 +147,7 @@ impl LoadOptions {
             resume: None,
             on_conflict: None,
             key: None,
+            defer_indexes: false,
         }
     }
 }
@@ -291,7 +297,14 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     } = resolve::resolve(target, opts, &found).await?;
     drop(found.control);
     let (server_version, created) = (found.server_version, found.created);
-    let outcome = pool::execute(plan, progress).await?;
+    let workers = plan.workers;
+    let outcome = pool::execute(plan, progress).await;
+    // Whatever became of the load, indexes dropped for it are built again.
+    let rebuilt = match opts.defer_indexes {
+        true => Some(indexes::rebuild(target, Some(table.oid), workers).await?),
+        false => None,
+    };
+    let outcome = outcome?;
     let mut report = Report {
         rows_read: outcome.rows_read,
         rows_loaded: outcome.rows_loaded,
@@ -327,6 +340,19 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     }
     if let Some(r) = &resume {
         resume_notes(r, opts, resuming, &mut report);
+    }
+    if let Some(r) = rebuilt {
+        report.notes.push(format!(
+            "--defer-indexes: {} index{} dropped before the load and built again after it in \
+             {:.2} s ({})",
+            r.built.len(),
+            if r.built.len() == 1 { "" } else { "es" },
+            r.seconds,
+            r.built.join(", ")
+        ));
+        if let Some(e) = r.failure {
+            report.failure = report.failure.or(Some(e));
+        }
     }
     if report.failure.is_none() {
         report.failure = invariants::check_rows(

@@ -37,6 +37,9 @@ pub(super) struct Plan {
     pub on_error_sql: Option<String>,
     /// The target's triggers may drop rows (`catalog::may_skip_rows`).
     pub table_may_skip: bool,
+    /// `--defer-indexes`: the table whose secondary indexes are dropped
+    /// right before the first chunk (`load/indexes.rs`).
+    pub defer_indexes: Option<crate::catalog::Table>,
     /// `--on-conflict`: the staging table and the merge.
     pub upsert: Option<std::sync::Arc<super::upsert::Upsert>>,
     /// Columns, NULL spelling, `--sql` and `--batch-rows` for the methods.

@@ -179,6 +179,9 @@ async fn start_writing(
             return Err(e.into());
         }
     }
+    if let (Some(table), Some((client, ..))) = (&plan.defer_indexes, clients.first()) {
+        super::indexes::drop_saved(client, table).await?;
+    }
     Ok(())
 }
 

@@ -17,7 +17,7 @@ use super::{create, ledger, loader, pool, sharded, upsert, LoadOptions, Method};
 use crate::catalog::{self, Column, Table};
 use crate::conn::Target;
 use crate::copyopts::CopyFormat;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::infer::create::CreatePlan;
 
 /// The resolved load.
@@ -84,6 +84,13 @@ pub(super) async fn find(target: &Target, opts: &LoadOptions) -> Result<Found> {
         created,
     };
     super::check_forced_columns(&opts.copy, &found.columns(opts)?, &found.table)?;
+    if opts.defer_indexes && found.table.kind != 'r' {
+        return Err(Error::config(format!(
+            "--defer-indexes works on a plain table; {} is not one",
+            found.table.name
+        ))
+        .with_hint("load without --defer-indexes"));
+    }
     Ok(found)
 }
 
@@ -185,6 +192,7 @@ pub(super) async fn resolve(
         // The staging table has no triggers: its COPY counts every row.
         table_may_skip: table_may_skip && upsert.is_none(),
         upsert: upsert.clone().map(Arc::new),
+        defer_indexes: opts.defer_indexes.then(|| table.clone()),
         resume: resume.clone(),
         earlier_rejects,
     };
@@ -305,10 +313,9 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
         "no: COPY FREEZE needs the table created or truncated in the same transaction, \
          and every chunk commits on its own",
     );
-    x.say(
-        "indexes",
-        "kept: maintained as rows arrive (deferring them is not implemented)",
-    );
+    let deferrable = super::indexes::deferrable(control, table).await?;
+    let saved = super::indexes::saved(control, Some(table.oid)).await?;
+    x.say("indexes", describe_indexes(opts, &deferrable, &saved));
     x.say("rejects", describe_rejects(opts, &r.plan));
     if let Some(u) = &r.upsert {
         x.say(
@@ -355,6 +362,42 @@ fn describe_method(method: Method, fallbacks: &[String]) -> String {
     for f in fallbacks {
         out.push_str("; ");
         out.push_str(f);
+    }
+    out
+}
+
+fn describe_indexes(
+    opts: &LoadOptions,
+    deferrable: &[String],
+    saved: &[super::indexes::Saved],
+) -> String {
+    let saved_names: Vec<&str> = saved.iter().map(|s| s.name.as_str()).collect();
+    let mut out = match (opts.defer_indexes, deferrable.is_empty()) {
+        (false, true) => "kept: maintained as rows arrive (no non-unique secondary index to defer)"
+            .to_owned(),
+        (false, false) => format!(
+            "kept: maintained as rows arrive (--defer-indexes would drop {} and build them after the load)",
+            deferrable.join(", ")
+        ),
+        (true, true) => "--defer-indexes: no non-unique secondary index to drop".to_owned(),
+        (true, false) => format!(
+            "deferred: {} dropped right before the first chunk (definitions saved in {}), \
+             built again after the load by up to {} connections; unique indexes are kept",
+            deferrable.join(", "),
+            super::indexes::SAVED_TABLE,
+            opts.workers
+        ),
+    };
+    if !saved_names.is_empty() {
+        out.push_str(&format!(
+            "; saved by an interrupted load, still to build: {} ({})",
+            saved_names.join(", "),
+            if opts.defer_indexes {
+                "built after this load"
+            } else {
+                "`pgtide ledger restore-indexes`"
+            }
+        ));
     }
     out
 }

@@ -1,0 +1,238 @@
+//! `--defer-indexes`: drop the target's secondary indexes before the load
+//! and build them again after it, in parallel, instead of maintaining
+//! them row by row.
+//!
+//! Which indexes: valid, **non-unique** indexes that back no constraint,
+//! on a plain table. A unique index (with or without a constraint) stays:
+//! without it duplicates would load and its rebuild would fail, and an
+//! `--on-conflict` load needs it as its arbiter.
+//!
+//! Nothing is lost when the load is killed between the drop and the
+//! rebuild: every definition (`pg_get_indexdef`) is saved in
+//! [`SAVED_TABLE`] in the same transaction that drops the indexes, and
+//! each rebuild deletes its row in the transaction that creates the index.
+//! A load with `--defer-indexes` rebuilds every index saved for its table
+//! (also those an earlier, interrupted run saved), and
+//! `pgtide ledger restore-indexes` rebuilds them all without loading.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio_postgres::Client;
+
+use crate::catalog::Table;
+use crate::conn::Target;
+use crate::error::{Error, Result};
+
+/// Where the definitions of dropped indexes wait for their rebuild.
+pub const SAVED_TABLE: &str = "pgtide.deferred_indexes";
+
+const CREATE_SQL: &str = "
+CREATE SCHEMA IF NOT EXISTS pgtide;
+CREATE TABLE IF NOT EXISTS pgtide.deferred_indexes (
+    table_oid   oid         NOT NULL,
+    table_name  text        NOT NULL,
+    index_name  text        NOT NULL,
+    definition  text        NOT NULL,
+    deferred_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (table_oid, index_name)
+);
+COMMENT ON TABLE pgtide.deferred_indexes IS
+    'pgtide load --defer-indexes: indexes dropped for a load, until they are built again';
+";
+
+/// `maintenance_work_mem` of a rebuilding session: a sort that fits in
+/// memory builds an index several times faster than one that spills.
+const REBUILD_WORK_MEM: &str = "512MB";
+
+/// An index dropped for a load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Saved {
+    /// The table, as resolved.
+    pub table: String,
+    /// The index's name (in the table's schema).
+    pub name: String,
+    /// `CREATE INDEX ...`, as `pg_get_indexdef` wrote it.
+    pub definition: String,
+}
+
+/// The indexes `--defer-indexes` would drop on `table` (none for a table
+/// that is not a plain one), by name.
+pub async fn deferrable(client: &Client, table: &Table) -> Result<Vec<String>> {
+    if table.kind != 'r' {
+        return Ok(Vec::new());
+    }
+    let rows = client
+        .query(
+            "SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+             WHERE i.indrelid = $1 AND NOT i.indisunique AND i.indisvalid \
+               AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid) \
+             ORDER BY c.relname",
+            &[&table.oid],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// Saves the definitions of `table`'s deferrable indexes and drops them,
+/// in one transaction; returns how many were dropped.
+pub async fn drop_saved(client: &Client, table: &Table) -> Result<usize> {
+    let names = deferrable(client, table).await?;
+    if names.is_empty() {
+        return Ok(0);
+    }
+    client
+        .batch_execute(&format!(
+            "BEGIN; SELECT pg_advisory_xact_lock(hashtext('{SAVED_TABLE}')); {CREATE_SQL} COMMIT"
+        ))
+        .await
+        .map_err(|e| {
+            Error::from(e).with_hint(
+                "--defer-indexes saves index definitions in schema pgtide of the target \
+                 database: the user needs CREATE on the database the first time",
+            )
+        })?;
+    let schema = table.name.schema.clone().unwrap_or_default();
+    client.batch_execute("BEGIN").await?;
+    let result = async {
+        for name in &names {
+            client
+                .execute(
+                    "INSERT INTO pgtide.deferred_indexes (table_oid, table_name, index_name, definition) \
+                     SELECT $1, $2, c.relname, pg_get_indexdef(c.oid) \
+                     FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+                     WHERE i.indrelid = $1 AND c.relname = $3",
+                    &[&table.oid, &table.name.to_string(), name],
+                )
+                .await?;
+            let index = crate::ident::QualifiedName {
+                schema: Some(schema.clone()),
+                name: name.clone(),
+            };
+            client
+                .batch_execute(&format!("DROP INDEX {}", index.quoted()))
+                .await?;
+        }
+        client.batch_execute("COMMIT").await
+    }
+    .await;
+    if let Err(e) = result {
+        let _ = client.batch_execute("ROLLBACK").await;
+        return Err(e.into());
+    }
+    Ok(names.len())
+}
+
+/// The saved indexes of the table with `oid` (every table: `None`).
+pub async fn saved(client: &Client, oid: Option<u32>) -> Result<Vec<Saved>> {
+    let exists: bool = client
+        .query_one(
+            "SELECT to_regclass('pgtide.deferred_indexes') IS NOT NULL",
+            &[],
+        )
+        .await?
+        .get(0);
+    if !exists {
+        return Ok(Vec::new());
+    }
+    let rows = client
+        .query(
+            "SELECT table_name, index_name, definition FROM pgtide.deferred_indexes \
+             WHERE $1::oid IS NULL OR table_oid = $1 ORDER BY table_name, index_name",
+            &[&oid],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| Saved {
+            table: r.get(0),
+            name: r.get(1),
+            definition: r.get(2),
+        })
+        .collect())
+}
+
+/// What a rebuild did.
+#[derive(Debug, Default)]
+pub struct Rebuilt {
+    /// Indexes built.
+    pub built: Vec<String>,
+    /// Wall time of the rebuild, in seconds.
+    pub seconds: f64,
+    /// The first index that could not be built, and why (its definition
+    /// stays saved).
+    pub failure: Option<Error>,
+}
+
+/// Builds the saved indexes of the table with `oid` (every table: `None`)
+/// again, on up to `connections` sessions at once; each one's saved row
+/// is deleted in the transaction that creates it.
+pub async fn rebuild(target: &Target, oid: Option<u32>, connections: usize) -> Result<Rebuilt> {
+    let start = Instant::now();
+    let client = target.connect().await?;
+    let todo = saved(&client, oid).await?;
+    drop(client);
+    let queue = Arc::new(Mutex::new(todo.into_iter().collect::<VecDeque<_>>()));
+    let done = Arc::new(Mutex::new(Rebuilt::default()));
+    let n = connections.max(1).min(queue.lock().expect("queue").len());
+    let mut tasks = Vec::new();
+    for _ in 0..n {
+        let (queue, done, target) = (queue.clone(), done.clone(), target.clone());
+        tasks.push(tokio::spawn(async move {
+            let result = build_from(&target, &queue, &done).await;
+            if let Err(e) = result {
+                let mut d = done.lock().expect("rebuild state");
+                d.failure = d.failure.take().or(Some(e));
+            }
+        }));
+    }
+    for t in tasks {
+        if let Err(e) = t.await {
+            return Err(Error::bug(format!("an index rebuild task panicked: {e}")));
+        }
+    }
+    let mut out = std::mem::take(&mut *done.lock().expect("rebuild state"));
+    out.seconds = start.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+/// One rebuilding session: takes indexes from `queue` until it is empty.
+async fn build_from(
+    target: &Target,
+    queue: &Mutex<VecDeque<Saved>>,
+    done: &Mutex<Rebuilt>,
+) -> Result<()> {
+    let client = target.connect().await?;
+    client
+        .batch_execute(&format!("SET maintenance_work_mem = '{REBUILD_WORK_MEM}'"))
+        .await?;
+    loop {
+        let Some(index) = queue.lock().expect("queue").pop_front() else {
+            return Ok(());
+        };
+        client.batch_execute("BEGIN").await?;
+        let built = async {
+            client.batch_execute(&index.definition).await?;
+            client
+                .execute(
+                    "DELETE FROM pgtide.deferred_indexes WHERE table_name = $1 AND index_name = $2",
+                    &[&index.table, &index.name],
+                )
+                .await?;
+            client.batch_execute("COMMIT").await
+        }
+        .await;
+        match built {
+            Ok(()) => done.lock().expect("rebuild state").built.push(index.name),
+            Err(e) => {
+                let _ = client.batch_execute("ROLLBACK").await;
+                return Err(Error::from(e).with_hint(format!(
+                    "index {} of {} is not built; its definition is kept in {SAVED_TABLE}: \
+                     fix the cause, then run `pgtide ledger restore-indexes`",
+                    index.name, index.table
+                )));
+            }
+        }
+    }
+}
