@@ -30,6 +30,7 @@ pub mod copy;
 pub mod datasets;
 pub mod export;
 pub mod fdw;
+pub mod indexes;
 pub mod load;
 pub mod markdown;
 pub mod methods;

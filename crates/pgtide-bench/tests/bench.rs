@@ -35,6 +35,8 @@ async fn every_scenario_is_well_formed_at_tiny_sizes() {
 
     load_scenario(&target, dir.path()).await;
     rejects_scenario(&target, dir.path()).await;
+    upsert_scenario(&target, dir.path()).await;
+    indexes_scenario(&target, dir.path()).await;
     concurrent_scenario(&target, dir.path()).await;
     parallel_scenario(&target, dir.path()).await;
     export_scenario(&target, dir.path()).await;
@@ -92,6 +94,54 @@ async fn rejects_scenario(target: &Target, dir: &Path) {
         .expect("bench rejects runs");
     let contenders = [rejects::CLEAN, "clean --rejects", "1% bad --rejects"];
     assert_contenders(&results, &["1 worker", "2 workers"], &contenders);
+    for m in &results {
+        assert_eq!(m.skipped, None, "{m:?}");
+        assert!(m.median().is_finite(), "{m:?}");
+    }
+}
+
+async fn upsert_scenario(target: &Target, dir: &Path) {
+    use pgtide_bench::upsert::{self, UpsertBench};
+    let spec = UpsertBench {
+        rows: 2000,
+        runs: 1,
+        workers: vec![1, 2],
+        pipeline_rows: 500,
+        dir: dir.to_owned(),
+    };
+    let results = upsert::run(target, &spec, |_| {})
+        .await
+        .expect("bench upsert runs");
+    let contenders = [
+        upsert::PLAIN,
+        "--on-conflict update",
+        "--on-conflict skip",
+        "pipeline --sql ON CONFLICT (500 rows, scaled)",
+    ];
+    assert_contenders(&results, &["1 worker", "2 workers"], &contenders);
+    for m in &results {
+        assert_eq!(m.skipped, None, "{m:?}");
+        assert!(m.median().is_finite(), "{m:?}");
+    }
+}
+
+async fn indexes_scenario(target: &Target, dir: &Path) {
+    use pgtide_bench::indexes::{self, IndexesBench};
+    let spec = IndexesBench {
+        rows: 3000,
+        runs: 1,
+        workers: 2,
+        dir: dir.to_owned(),
+    };
+    let results = indexes::run(target, &spec, |_| {})
+        .await
+        .expect("bench indexes runs");
+    let contenders = [
+        indexes::BARE,
+        "3 indexes, maintained",
+        "3 indexes, --defer-indexes",
+    ];
+    assert_contenders(&results, &["2 workers"], &contenders);
     for m in &results {
         assert_eq!(m.skipped, None, "{m:?}");
         assert!(m.median().is_finite(), "{m:?}");

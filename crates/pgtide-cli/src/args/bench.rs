@@ -55,6 +55,25 @@ pub enum BenchScenario {
     /// the client, pgtide load --route coordinator and psql \copy into the
     /// parent, next to pgtide load into one local table.
     Shards(BenchShardsArgs),
+    /// Issue 9: a large load into a table with three secondary indexes,
+    /// maintained row by row or --defer-indexes, next to no indexes.
+    Indexes(BenchIndexesArgs),
+}
+
+/// `pgtide bench indexes ...`
+#[derive(Debug, Args)]
+pub struct BenchIndexesArgs {
+    #[command(flatten)]
+    pub common: BenchCommonArgs,
+    /// Rows in the file (the issue asks for 10M).
+    #[arg(long, default_value_t = 10_000_000)]
+    pub rows: u64,
+    /// Workers of every load.
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    /// Where the generated file goes (default: a temp dir).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 /// `pgtide bench upsert ...`

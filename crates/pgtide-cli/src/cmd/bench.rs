@@ -16,6 +16,7 @@ use pgtide_bench::concurrent::ConcurrentBench;
 use pgtide_bench::copy::CopyBench;
 use pgtide_bench::export::ExportBench;
 use pgtide_bench::fdw::FdwBench;
+use pgtide_bench::indexes::IndexesBench;
 use pgtide_bench::load::{self, LoadBench};
 use pgtide_bench::markdown::table;
 use pgtide_bench::methods::MethodsBench;
@@ -116,6 +117,15 @@ pub async fn run(a: BenchArgs) -> pgtide::Result<u8> {
                 remote_bin: None,
             };
             scenario(spec, &sh.common).await
+        }
+        BenchScenario::Indexes(i) => {
+            let spec = IndexesBench {
+                rows: i.rows,
+                runs: runs(&i.common),
+                workers: i.workers.max(1),
+                dir: dir_or_default(i.dir)?,
+            };
+            scenario(spec, &i.common).await
         }
     }
 }
