@@ -516,6 +516,21 @@ impl Loader {
         Ok(rows)
     }
 
+    /// The records of `chunk` (which failed) that the server will refuse,
+    /// as far as the client can tell (`load/screen.rs`); empty when it
+    /// cannot tell.
+    pub async fn screen(&mut self, chunk: &crate::chunk::Chunk) -> Vec<usize> {
+        let spec = self.spec.clone();
+        if self.state.encoders.is_none() {
+            let Ok(e) = binary::encoders(&self.client, &spec.setup).await else {
+                return Vec::new();
+            };
+            self.state.encoders = Some(e.map(Arc::new));
+        }
+        let encoders = self.state.encoders.clone().flatten();
+        super::screen::suspects(&spec, encoders.as_deref().map(|e| e.as_slice()), chunk)
+    }
+
     /// `--on-conflict`: COPYs `batch` into the staging table in a
     /// transaction of its own (nothing to make durable: the table is
     /// temporary), so that it is ready when the batch's turn to merge

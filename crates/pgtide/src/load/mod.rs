@@ -34,6 +34,7 @@ mod pool;
 mod reader;
 mod resolve;
 mod row_error;
+mod screen;
 mod setup;
 pub mod sharded;
 mod spec;

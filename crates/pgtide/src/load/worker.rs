@@ -93,7 +93,14 @@ pub(super) async fn work(
                 }
             }
             Err(e) if ctx.isolate && classify(&e.error) == Class::Row => {
-                isolated(&mut loader, &ctx, id, &chunk, Start::Failed(e)).await
+                // Rows the client can tell are bad go alone, the rest in
+                // batches (`load/screen.rs`).
+                let suspects = loader.screen(&chunk).await;
+                let start = match suspects.is_empty() {
+                    true => Start::Failed(e),
+                    false => Start::Suspects(suspects),
+                };
+                isolated(&mut loader, &ctx, id, &chunk, start).await
             }
             Err(e) => {
                 let failed = failed_chunk(&chunk, loader.spec(), e);

@@ -114,6 +114,10 @@ pub enum Start {
     /// fit the input's style (`Chunk::eol_errors`). They are rejected here
     /// with the server's reason, and the runs between them are loaded.
     Screened,
+    /// It failed, and these records (0-based, ascending) look bad to the
+    /// client (`load/screen.rs`): each is sent alone, the runs between
+    /// them as batches.
+    Suspects(Vec<usize>),
     /// Nothing of the chunk is committed and nothing is known about it
     /// (an earlier pass was rolled back): every record needs its verdict.
     Fresh,
@@ -131,6 +135,7 @@ impl Start {
                 skipped: skipped.clone(),
             },
             Start::Screened => Start::Screened,
+            Start::Suspects(s) => Start::Suspects(s.clone()),
         }
     }
 }
@@ -249,6 +254,15 @@ async fn run(
                 queue.push_back((from, i, None));
                 let at = RowFailure::line_ending(chunk, site.format, i as u64, span, e);
                 reject(out, &site, i, at, &mut may_reject)?;
+                from = i + 1;
+            }
+            queue.push_back((from, n, None));
+        }
+        Start::Suspects(suspects) => {
+            let mut from = 0;
+            for i in suspects.into_iter().filter(|&i| i < n) {
+                queue.push_back((from, i, None));
+                queue.push_back((i, i + 1, None));
                 from = i + 1;
             }
             queue.push_back((from, n, None));

@@ -1,0 +1,69 @@
+//! Screening a failed chunk (`load/screen.rs`): rows the client thinks bad
+//! are sent alone, never rejected on the client's word: a NULL for a NOT
+//! NULL column that a BEFORE trigger fills in still loads.
+
+mod support;
+
+use std::sync::Arc;
+
+use pgtide::copyopts::CopyFormat;
+use pgtide::ident::QualifiedName;
+use pgtide::load::{self, LoadOptions, Method};
+use pgtide::progress::Progress;
+use support::{Compress, Db};
+
+#[tokio::test]
+async fn suspects_are_tried_alone_and_load_when_the_server_takes_them() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute(
+            "CREATE TABLE sc (id int PRIMARY KEY, v int NOT NULL, d date);
+             CREATE FUNCTION sc_fill() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN NEW.v := coalesce(NEW.v, -1); RETURN NEW; END $$;
+             CREATE TRIGGER sc_fill BEFORE INSERT ON sc FOR EACH ROW EXECUTE FUNCTION sc_fill();",
+        )
+        .await
+        .unwrap();
+    let mut file = String::new();
+    let mut bad = Vec::new();
+    for i in 0..500 {
+        let line = match i {
+            50 | 300 => format!("{i},,2024-01-01"), // suspect, but the trigger fills v
+            120 => format!("{i},x,2024-01-01"),     // bad int
+            200 => format!("{i},1,2024-02-30"),     // bad date
+            400 => format!("{},1,2024-01-01", i - 1), // duplicate key: not screened
+            _ => format!("{i},{i},2024-01-01"),
+        };
+        if matches!(i, 120 | 200 | 400) {
+            bad.push(line.clone());
+        }
+        file.push_str(&line);
+        file.push('\n');
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (n, method) in [Method::Copy, Method::Binary].into_iter().enumerate() {
+        db.client.batch_execute("TRUNCATE sc").await.unwrap();
+        let path = db.file(file.as_bytes(), Compress::None);
+        let mut o = LoadOptions::new(
+            vec![path.to_string_lossy().into_owned()],
+            QualifiedName::parse("sc").unwrap(),
+            CopyFormat::Csv,
+        );
+        o.method = method;
+        o.rejects = Some(dir.path().join(format!("r{n}.csv")));
+        let r = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+            .await
+            .unwrap();
+        assert!(r.failure.is_none(), "{method:?}: {:?}", r.failure);
+        assert_eq!((r.rows_loaded, r.rows_rejected), (497, 3), "{method:?}");
+        let rejected = std::fs::read_to_string(o.rejects.as_ref().unwrap()).unwrap();
+        assert_eq!(rejected.lines().collect::<Vec<_>>(), bad, "{method:?}");
+        let filled: i64 = db
+            .client
+            .query_one("SELECT count(*) FROM sc WHERE v = -1", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(filled, 2, "{method:?}: the suspects loaded");
+    }
+}
