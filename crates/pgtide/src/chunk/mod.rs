@@ -18,6 +18,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use copyfmt::scan::{Dialect, Eol, Format, Scanner, Stop};
 
+use crate::copyopts::Header;
 use crate::error::{Error, Result};
 
 /// How much is read from the source per `read` call.
@@ -66,15 +67,6 @@ pub struct Chunk {
     pub eol_errors: u64,
 }
 
-/// Whether the first record of a file is a header to consume.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HeaderMode {
-    /// There is no header.
-    None,
-    /// The first record is a header: consumed, kept for checking.
-    Consume,
-}
-
 /// The last record boundary found in the buffer, counted from its start.
 #[derive(Debug, Clone, Copy)]
 struct Cut {
@@ -90,7 +82,7 @@ pub struct Chunker {
     reader: Box<dyn Read + Send>,
     scanner: Scanner,
     binary: bool,
-    header_mode: HeaderMode,
+    header_mode: Header,
     header: Option<Bytes>,
     header_done: bool,
     target: usize,
@@ -112,12 +104,15 @@ pub struct Chunker {
 
 impl Chunker {
     /// A chunker over `reader`, cutting chunks of about `target` bytes.
-    /// `first_seq` continues the numbering of an earlier input.
+    /// `first_seq` continues the numbering of an earlier input. Unless
+    /// `header_mode` is [`Header::None`], the first record of a text/CSV
+    /// input is its header: consumed, and kept for checking
+    /// ([`Chunker::header`]).
     pub fn new(
         input: &str,
         reader: Box<dyn Read + Send>,
         dialect: Dialect,
-        header_mode: HeaderMode,
+        header_mode: Header,
         target: usize,
         first_seq: u64,
     ) -> Chunker {
@@ -336,7 +331,7 @@ impl Chunker {
     /// Consumes the header record of a text/CSV file.
     fn read_header(&mut self) -> Result<()> {
         self.header_done = true;
-        if self.header_mode == HeaderMode::None || self.binary {
+        if self.header_mode == Header::None || self.binary {
             return Ok(());
         }
         let mut lines = 0;
