@@ -16,7 +16,7 @@ use std::io::Read;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use copyfmt::scan::{Dialect, Eol, Format, Scanner, Stop};
+use copyfmt::scan::{Dialect, Eol, Format, RecordSpan, Scanner, Stop};
 
 use crate::copyopts::Header;
 use crate::error::{Error, Result};
@@ -65,6 +65,22 @@ pub struct Chunk {
     /// server would reject them, and a COPY that starts with one would
     /// settle on the wrong style, so such a chunk is never sent whole.
     pub eol_errors: u64,
+}
+
+impl Chunk {
+    /// The input line where the record of `span` (a span of `data`, from
+    /// [`copyfmt::scan::records_with`]) starts; binary: its tuple, since a
+    /// binary span's line is its index.
+    pub fn line_of(&self, span: &RecordSpan) -> u64 {
+        self.first_line + span.line
+    }
+
+    /// The last input line of the chunk (binary: its last tuple). A last
+    /// record without a line break (the end of a file) still counts.
+    pub fn last_line(&self) -> u64 {
+        let lines = self.lines.max(self.records);
+        self.first_line + lines.saturating_sub(1)
+    }
 }
 
 /// The last record boundary found in the buffer, counted from its start.
