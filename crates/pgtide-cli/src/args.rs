@@ -3,7 +3,9 @@
 //! Turning these into library options (which needs a server, a catalog and
 //! files) is the job of `cmd/*`.
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use pgtide::copyopts::{CopyFormat, Header};
 
 mod bench;
 mod copy;
@@ -92,17 +94,6 @@ pub enum ServerAction {
     Url,
 }
 
-/// Input format, with COPY's names.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum FormatArg {
-    /// PostgreSQL text format: tab-separated, backslash escapes, \N = NULL.
-    Text,
-    /// CSV, with COPY's CSV rules.
-    Csv,
-    /// PostgreSQL binary COPY file.
-    Binary,
-}
-
 /// How progress is shown while the work runs (on stderr).
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum ProgressArg {
@@ -116,15 +107,47 @@ pub enum ProgressArg {
     None,
 }
 
-/// Header handling, as COPY's HEADER option.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum HeaderArg {
-    /// Skip the first line of each file.
-    True,
-    /// No header line.
-    False,
-    /// Skip it, but require it to name the loaded columns in order.
-    Match,
+/// `--format`'s values: COPY's names for the library's format enum (the
+/// one the scanner uses; no CLI copy of it), with the help each shows.
+const FORMATS: [(&str, CopyFormat, &str); 3] = [
+    (
+        "text",
+        CopyFormat::Text,
+        "PostgreSQL text format: tab-separated, backslash escapes, \\N = NULL",
+    ),
+    ("csv", CopyFormat::Csv, "CSV, with COPY's CSV rules"),
+    ("binary", CopyFormat::Binary, "PostgreSQL binary COPY file"),
+];
+
+/// `--header`'s values, as COPY's HEADER option names them, for the
+/// library's header enum.
+const HEADERS: [(&str, Header, &str); 3] = [
+    ("true", Header::Skip, "Skip the first line of each file"),
+    ("false", Header::None, "No header line"),
+    (
+        "match",
+        Header::Match,
+        "Skip it, but require it to name the loaded columns in order",
+    ),
+];
+
+/// A flag's parser for one of `values` (name, value, help): the library's
+/// enums parsed here, in one place, as `ValueEnum` would parse a CLI copy
+/// of them (same names, order, help and errors).
+fn one_of<T>(values: &'static [(&'static str, T, &'static str)]) -> impl TypedValueParser<Value = T>
+where
+    T: Copy + Send + Sync + 'static,
+{
+    let names = values
+        .iter()
+        .map(|&(name, _, help)| PossibleValue::new(name).help(help));
+    PossibleValuesParser::new(names).map(move |typed| {
+        values
+            .iter()
+            .find(|v| v.0 == typed)
+            .map(|v| v.1)
+            .expect("clap accepts only the names listed")
+    })
 }
 
 /// How `load` sends rows (`--method`).
@@ -174,12 +197,12 @@ pub struct LoadArgs {
     /// binary COPY signature, else from the name (`.csv` csv; `.tsv`,
     /// `.txt`, `.tab` text; after any `.gz`/`.zst`), else csv (also for
     /// stdin). The summary says which was chosen.
-    #[arg(long, short = 'f', value_enum)]
-    pub format: Option<FormatArg>,
+    #[arg(long, short = 'f', value_parser = one_of(&FORMATS))]
+    pub format: Option<CopyFormat>,
 
     /// The first line of each file is a header (`--header` alone = true).
-    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "true", default_value_t = HeaderArg::False)]
-    pub header: HeaderArg,
+    #[arg(long, value_parser = one_of(&HEADERS), num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    pub header: Header,
 
     /// Columns present in the file, in file order: names separated by
     /// commas, in SQL syntax as in psql's `\copy t (a, "B c")` (unquoted
@@ -414,3 +437,37 @@ Examples:
   cat data.csv | pgtide load - --table t --columns id,name
   pgtide load big.csv --table t --method binary --workers 2
   pgtide load up.csv --table t --sql 'INSERT INTO t VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET v = excluded.v'";
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::*;
+
+    #[test]
+    fn format_names_are_copys_own() {
+        for (name, format, _) in FORMATS {
+            assert_eq!(format.to_string(), name);
+        }
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn header_values_parse_into_the_librarys_enum() {
+        let header = |args: &[&str]| match Cli::parse_from(args).command {
+            Command::Load(a) => a.header,
+            _ => unreachable!(),
+        };
+        let load = ["pgtide", "load", "--table", "t", "f.csv"];
+        assert_eq!(header(&load), Header::None);
+        assert_eq!(header(&[&load[..], &["--header"]].concat()), Header::Skip);
+        assert_eq!(
+            header(&[&load[..], &["--header", "match"]].concat()),
+            Header::Match
+        );
+        assert_eq!(
+            header(&[&load[..], &["--header=false"]].concat()),
+            Header::None
+        );
+    }
+}

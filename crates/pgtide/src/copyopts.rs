@@ -12,27 +12,11 @@ use copyfmt::scan::Dialect;
 use crate::error::{Error, Result};
 use crate::ident::{quote, quote_literal};
 
-/// Input format, with COPY's names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CopyFormat {
-    /// PostgreSQL text format (tab-separated, backslash escapes).
-    Text,
-    /// CSV.
-    Csv,
-    /// PostgreSQL binary COPY format.
-    Binary,
-}
-
-/// COPY's own name for the format (`FORMAT csv`).
-impl std::fmt::Display for CopyFormat {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            CopyFormat::Text => "text",
-            CopyFormat::Csv => "csv",
-            CopyFormat::Binary => "binary",
-        })
-    }
-}
+/// Input format, with COPY's names: [`copyfmt::scan::Format`], the one
+/// format enum of the workspace (its `Display` is COPY's own name, as in
+/// `FORMAT csv`). The scanner, below the library, needs it, so it lives
+/// there; the library and the CLI use it under this name.
+pub use copyfmt::scan::Format as CopyFormat;
 
 /// The header line's treatment, as COPY's `HEADER` option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -39,7 +39,6 @@ impl RowFailure {
     /// are `span` of `chunk.data`, from the server's error.
     pub fn new(
         chunk: &Chunk,
-        format: Format,
         index: u64,
         span: &RecordSpan,
         relname: &str,
@@ -53,10 +52,7 @@ impl RowFailure {
             .or_else(|| db.and_then(|d| d.column()).map(str::to_owned));
         RowFailure {
             input: chunk.input.to_string(),
-            line: match format {
-                Format::Binary => chunk.first_line + index,
-                _ => chunk.first_line + span.line,
-            },
+            line: chunk.line_of(span),
             record: chunk.first_record + index,
             byte: chunk.first_byte + span.start as u64,
             column,
@@ -79,7 +75,7 @@ impl RowFailure {
     ) -> RowFailure {
         RowFailure {
             input: chunk.input.to_string(),
-            line: chunk.first_line + span.line,
+            line: chunk.line_of(span),
             record: chunk.first_record + index,
             byte: chunk.first_byte + span.start as u64,
             column: None,
@@ -113,14 +109,7 @@ impl RowFailure {
     ) -> Option<RowFailure> {
         let span = scan::records_with(dialect, chunk.eol, &chunk.data)
             .nth(usize::try_from(index).ok()?)?;
-        Some(RowFailure::new(
-            chunk,
-            dialect.format,
-            index,
-            &span,
-            relname,
-            err,
-        ))
+        Some(RowFailure::new(chunk, index, &span, relname, err))
     }
 }
 
@@ -131,13 +120,7 @@ impl RowFailure {
 pub(crate) fn parse_context(context: &str, relname: &str) -> Option<(u64, Option<String>)> {
     let head = format!("COPY {relname}, ");
     let rest = context.lines().find_map(|l| l.strip_prefix(&head))?;
-    let digits_at = rest.find(|c: char| c.is_ascii_digit())?;
-    let digits: String = rest[digits_at..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    let line = digits.parse().ok()?;
-    let after = &rest[digits_at + digits.len()..];
+    let (line, after) = first_number(rest)?;
     let column = after
         .strip_prefix(", column ")
         .and_then(|c| c.split_once(':').map(|(name, _)| name).or(Some(c)))
@@ -145,9 +128,22 @@ pub(crate) fn parse_context(context: &str, relname: &str) -> Option<(u64, Option
     Some((line, column))
 }
 
+/// The first decimal number in a server's text, and the text after it:
+/// the `line N` of an error context or of ON_ERROR's notice ("skipping
+/// row due to data type incompatibility at line N for column ..."). The
+/// words around it may be translated; the digits are not.
+pub(crate) fn first_number(text: &str) -> Option<(u64, &str)> {
+    let start = text.find(|c: char| c.is_ascii_digit())?;
+    let rest = &text[start..];
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    Some((rest[..end].parse().ok()?, &rest[end..]))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_context;
+    use super::{first_number, parse_context};
 
     #[test]
     fn reads_line_and_column_from_copy_context() {
@@ -164,5 +160,17 @@ mod tests {
             Some((7, None))
         );
         assert_eq!(parse_context("COPY other, line 1", "t"), None);
+    }
+
+    #[test]
+    fn reads_the_first_number_of_a_notice() {
+        let notice =
+            "skipping row due to data type incompatibility at line 12 for column \"n2\": \"x\"";
+        assert_eq!(
+            first_number(notice),
+            Some((12, " for column \"n2\": \"x\""))
+        );
+        assert_eq!(first_number("no digits"), None);
+        assert_eq!(first_number("line 99999999999999999999999"), None);
     }
 }

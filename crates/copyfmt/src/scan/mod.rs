@@ -467,7 +467,7 @@ pub struct RecordSpan {
     /// for an unterminated last record).
     pub end: usize,
     /// Line breaks before `start` (see [`Boundary::lines`]): the record's
-    /// 0-based line.
+    /// 0-based line (binary: its 0-based tuple).
     pub line: u64,
     /// The record's line-ending error: the server would reject it.
     pub eol_error: Option<EolError>,

@@ -2,7 +2,9 @@
 
 use clap::{Args, ValueEnum};
 
-use super::{FormatArg, ProgressArg};
+use pgtide::copyopts::CopyFormat;
+
+use super::{one_of, ProgressArg, FORMATS};
 
 /// Output compression for `export --compress`.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -50,8 +52,8 @@ pub struct ExportArgs {
     pub db: Option<String>,
 
     /// Output format.
-    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Csv)]
-    pub format: FormatArg,
+    #[arg(long, short = 'f', value_parser = one_of(&FORMATS), default_value = "csv")]
+    pub format: CopyFormat,
 
     /// Write a header line with the column names (csv, text).
     #[arg(long)]

@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use pgtide::copyopts::{CopyFormat, Header};
+use pgtide::copyopts::Header;
 use pgtide::export::{self, ExportOptions, ForceQuote, What};
 use pgtide::ident::QualifiedName;
 use pgtide::progress::Progress;
 use pgtide::source::Compression;
 
-use crate::args::{CompressArg, ExportArgs, FormatArg};
+use crate::args::{CompressArg, ExportArgs};
 use crate::progress::{Display, Work};
 use crate::render;
 
@@ -43,11 +43,6 @@ pub async fn run(a: ExportArgs) -> pgtide::Result<u8> {
 
 /// What was typed -> library options (no I/O here).
 fn options(a: &ExportArgs) -> pgtide::Result<ExportOptions> {
-    let format = match a.format {
-        FormatArg::Text => CopyFormat::Text,
-        FormatArg::Csv => CopyFormat::Csv,
-        FormatArg::Binary => CopyFormat::Binary,
-    };
     let what = match (&a.table, &a.query) {
         (Some(t), None) => What::Table(QualifiedName::parse(t)?),
         (None, Some(q)) => What::Query(q.clone()),
@@ -57,7 +52,7 @@ fn options(a: &ExportArgs) -> pgtide::Result<ExportOptions> {
             ))
         }
     };
-    let mut o = ExportOptions::new(what, a.output.clone(), format);
+    let mut o = ExportOptions::new(what, a.output.clone(), a.format);
     o.columns = a
         .columns
         .as_ref()

@@ -2,22 +2,20 @@
 
 use std::sync::Arc;
 
-use pgtide::copyopts::{option_byte, CopyFormat, Header};
+use pgtide::copyopts::{option_byte, CopyFormat};
 use pgtide::ident::{parse_column_list, QualifiedName};
 use pgtide::infer::create::Create;
 use pgtide::load::{self, LoadOptions};
 use pgtide::progress::Progress;
 
-use crate::args::{
-    CreateArg, CreateArgs, FormatArg, HeaderArg, LoadArgs, MethodArg, OnConflictArg, ResumeArg,
-};
+use crate::args::{CreateArg, CreateArgs, LoadArgs, MethodArg, OnConflictArg, ResumeArg};
 use crate::progress::{Display, Work};
 use crate::render;
 
 /// Runs the load and returns the exit code.
 pub async fn run(a: LoadArgs) -> pgtide::Result<u8> {
     let (format, guessed) = match a.format {
-        Some(f) => (copy_format(f), None),
+        Some(f) => (f, None),
         None => {
             let first = a.inputs.first().map_or("-", String::as_str);
             let (f, why) = pgtide::source::guess_format(first)?;
@@ -58,14 +56,6 @@ pub async fn run(a: LoadArgs) -> pgtide::Result<u8> {
                 _ => crate::EXIT_ERROR,
             })
         }
-    }
-}
-
-fn copy_format(f: FormatArg) -> CopyFormat {
-    match f {
-        FormatArg::Text => CopyFormat::Text,
-        FormatArg::Csv => CopyFormat::Csv,
-        FormatArg::Binary => CopyFormat::Binary,
     }
 }
 
@@ -110,11 +100,7 @@ fn options(a: &LoadArgs, format: CopyFormat) -> pgtide::Result<LoadOptions> {
     });
     o.key = a.upsert.key.as_deref().map(parse_column_list).transpose()?;
     let c = &mut o.copy;
-    c.header = match a.header {
-        HeaderArg::False => Header::None,
-        HeaderArg::True => Header::Skip,
-        HeaderArg::Match => Header::Match,
-    };
+    c.header = a.header;
     c.delimiter = a
         .delimiter
         .as_deref()

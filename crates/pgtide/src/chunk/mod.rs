@@ -16,8 +16,9 @@ use std::io::Read;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use copyfmt::scan::{Dialect, Eol, Format, Scanner, Stop};
+use copyfmt::scan::{Dialect, Eol, Format, RecordSpan, Scanner, Stop};
 
+use crate::copyopts::Header;
 use crate::error::{Error, Result};
 
 /// How much is read from the source per `read` call.
@@ -66,13 +67,20 @@ pub struct Chunk {
     pub eol_errors: u64,
 }
 
-/// Whether the first record of a file is a header to consume.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HeaderMode {
-    /// There is no header.
-    None,
-    /// The first record is a header: consumed, kept for checking.
-    Consume,
+impl Chunk {
+    /// The input line where the record of `span` (a span of `data`, from
+    /// [`copyfmt::scan::records_with`]) starts; binary: its tuple, since a
+    /// binary span's line is its index.
+    pub fn line_of(&self, span: &RecordSpan) -> u64 {
+        self.first_line + span.line
+    }
+
+    /// The last input line of the chunk (binary: its last tuple). A last
+    /// record without a line break (the end of a file) still counts.
+    pub fn last_line(&self) -> u64 {
+        let lines = self.lines.max(self.records);
+        self.first_line + lines.saturating_sub(1)
+    }
 }
 
 /// The last record boundary found in the buffer, counted from its start.
@@ -90,7 +98,7 @@ pub struct Chunker {
     reader: Box<dyn Read + Send>,
     scanner: Scanner,
     binary: bool,
-    header_mode: HeaderMode,
+    header_mode: Header,
     header: Option<Bytes>,
     header_done: bool,
     target: usize,
@@ -112,12 +120,15 @@ pub struct Chunker {
 
 impl Chunker {
     /// A chunker over `reader`, cutting chunks of about `target` bytes.
-    /// `first_seq` continues the numbering of an earlier input.
+    /// `first_seq` continues the numbering of an earlier input. Unless
+    /// `header_mode` is [`Header::None`], the first record of a text/CSV
+    /// input is its header: consumed, and kept for checking
+    /// ([`Chunker::header`]).
     pub fn new(
         input: &str,
         reader: Box<dyn Read + Send>,
         dialect: Dialect,
-        header_mode: HeaderMode,
+        header_mode: Header,
         target: usize,
         first_seq: u64,
     ) -> Chunker {
@@ -336,7 +347,7 @@ impl Chunker {
     /// Consumes the header record of a text/CSV file.
     fn read_header(&mut self) -> Result<()> {
         self.header_done = true;
-        if self.header_mode == HeaderMode::None || self.binary {
+        if self.header_mode == Header::None || self.binary {
             return Ok(());
         }
         let mut lines = 0;

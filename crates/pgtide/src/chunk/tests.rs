@@ -21,7 +21,7 @@ impl Read for Trickle {
     }
 }
 
-fn chunks(data: &[u8], d: Dialect, header: HeaderMode, target: usize, step: usize) -> Vec<Chunk> {
+fn chunks(data: &[u8], d: Dialect, header: Header, target: usize, step: usize) -> Vec<Chunk> {
     let reader = Trickle {
         data: data.to_vec(),
         pos: 0,
@@ -38,13 +38,13 @@ fn chunks(data: &[u8], d: Dialect, header: HeaderMode, target: usize, step: usiz
 /// Chunks reassemble the input, and each chunk's first line, record,
 /// byte offset and line-ending errors are what a scan of the whole
 /// input says.
-fn check(data: &[u8], d: Dialect, header: HeaderMode) {
+fn check(data: &[u8], d: Dialect, header: Header) {
     let all: Vec<_> = scan::records(&d, data).collect();
     let skip = match header {
-        HeaderMode::None => 0,
-        HeaderMode::Consume => all.first().map_or(data.len(), |r| r.end),
+        Header::None => 0,
+        Header::Skip | Header::Match => all.first().map_or(data.len(), |r| r.end),
     };
-    let spans = &all[usize::from(header == HeaderMode::Consume).min(all.len())..];
+    let spans = &all[usize::from(header != Header::None).min(all.len())..];
     let body = &data[skip..];
     for target in [1, 2, 3, 5, 8, 13, 64, 1 << 20] {
         for step in [1, 3, 7, 1 << 16] {
@@ -80,16 +80,12 @@ fn check(data: &[u8], d: Dialect, header: HeaderMode) {
 #[test]
 fn lone_cr_and_mixed_line_endings_at_every_read_and_chunk_size() {
     let cr = b"id,v\r1,\"a\r\nb\"\r2,b\r3,c\r";
-    check(cr, Dialect::csv(), HeaderMode::Consume);
-    check(cr, Dialect::csv(), HeaderMode::None);
+    check(cr, Dialect::csv(), Header::Skip);
+    check(cr, Dialect::csv(), Header::None);
     let mixed = b"1,a\n2,b\r\n3,\"c\r\"\n4,d\r5,e\n";
-    check(mixed, Dialect::csv(), HeaderMode::None);
-    check(
-        b"1\ta\r\n2\tb\n3\tc\r\n4\r",
-        Dialect::text(),
-        HeaderMode::None,
-    );
-    let got = chunks(cr, Dialect::csv(), HeaderMode::Consume, 1 << 20, 7);
+    check(mixed, Dialect::csv(), Header::None);
+    check(b"1\ta\r\n2\tb\n3\tc\r\n4\r", Dialect::text(), Header::None);
+    let got = chunks(cr, Dialect::csv(), Header::Skip, 1 << 20, 7);
     assert_eq!(got.len(), 1);
     assert_eq!((got[0].records, got[0].lines, got[0].eol), (3, 4, Eol::Cr));
 }
@@ -97,15 +93,15 @@ fn lone_cr_and_mixed_line_endings_at_every_read_and_chunk_size() {
 #[test]
 fn csv_chunks_keep_positions_at_every_read_and_chunk_size() {
     let data = b"h1,h2\n1,\"a\nb\"\n2,\"x,\"\"y\"\"\"\r\n3,plain\n4,\"\n\n\"\n5,end";
-    check(data, Dialect::csv(), HeaderMode::Consume);
-    check(data, Dialect::csv(), HeaderMode::None);
+    check(data, Dialect::csv(), Header::Skip);
+    check(data, Dialect::csv(), Header::None);
 }
 
 #[test]
 fn text_chunks_keep_positions_at_every_read_and_chunk_size() {
     let data = b"1\ta\\\nb\n2\t\\\\\n3\t\\N\n4\tx\n";
-    check(data, Dialect::text(), HeaderMode::None);
-    check(data, Dialect::text(), HeaderMode::Consume);
+    check(data, Dialect::text(), Header::None);
+    check(data, Dialect::text(), Header::Skip);
 }
 
 /// Issue 8 C11: an unmatched quote does not buffer the whole input;
@@ -119,15 +115,8 @@ fn a_record_longer_than_the_cap_fails_with_its_first_line() {
         pos: 0,
         step: 100,
     };
-    let mut c = Chunker::new(
-        "in",
-        Box::new(reader),
-        Dialect::csv(),
-        HeaderMode::Consume,
-        64,
-        0,
-    )
-    .max_record(1000);
+    let mut c =
+        Chunker::new("in", Box::new(reader), Dialect::csv(), Header::Skip, 64, 0).max_record(1000);
     let e = loop {
         match c.next_chunk() {
             Ok(Some(_)) => {}
@@ -146,22 +135,15 @@ fn a_record_longer_than_the_cap_fails_with_its_first_line() {
         pos: 0,
         step: 100,
     };
-    let mut c = Chunker::new(
-        "in",
-        Box::new(reader),
-        Dialect::csv(),
-        HeaderMode::None,
-        64,
-        0,
-    )
-    .max_record(6000);
+    let mut c =
+        Chunker::new("in", Box::new(reader), Dialect::csv(), Header::None, 64, 0).max_record(6000);
     assert_eq!(c.next_chunk().unwrap().unwrap().records, 1);
 }
 
 #[test]
 fn end_marker_stops_the_input() {
     let data = b"1\ta\n\\.\n2\tb\n";
-    let got = chunks(data, Dialect::text(), HeaderMode::None, 1, 1);
+    let got = chunks(data, Dialect::text(), Header::None, 1, 1);
     assert_eq!(got.len(), 1);
     assert_eq!(&got[0].data[..], b"1\ta\n");
 }

@@ -24,7 +24,8 @@ use copyfmt::scan::{records, Dialect};
 
 use super::names::{self, ColumnName};
 use super::ColumnStats;
-use crate::chunk::{Chunker, HeaderMode};
+use crate::chunk::Chunker;
+use crate::copyopts::Header;
 use crate::error::{Error, Result};
 use crate::source::{Compression, Source};
 
@@ -172,9 +173,9 @@ fn sample_input(input: &str, spec: &SampleSpec, state: &mut Option<State>) -> Re
     let source = Source::open(input)?;
     let plain = source.compression == Compression::None;
     let mode = if spec.header {
-        HeaderMode::Consume
+        Header::Skip
     } else {
-        HeaderMode::None
+        Header::None
     };
     let mut chunker = Chunker::new(input, source.reader, spec.dialect.clone(), mode, 1 << 20, 0)
         .max_record(spec.max_record_bytes);

@@ -31,7 +31,7 @@ use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::copy::{copy_bytes, Framing};
 use super::setup::is_utf8_name;
-use super::spec::{copy_error, record_at_line, LoaderSpec, MethodSetup};
+use super::spec::{copy_error, record_of_error, LoaderSpec, MethodSetup};
 use crate::batch::{Batch, BatchError};
 use crate::error::Result;
 use crate::failure::parse_context;
@@ -249,11 +249,8 @@ pub(super) async fn load(
     )
     .await
     .map_err(|e| {
-        let record = e.as_db_error().and_then(|db| {
-            let (line, _) = parse_context(db.where_()?, &spec.relname)?;
-            let k = record_at_line(&spec.dialect, &text, line)?;
-            Some(deferred.get(usize::try_from(k).ok()?)?.0)
-        });
+        let record = record_of_error(&spec.dialect, &spec.relname, &text, &e)
+            .and_then(|k| Some(deferred.get(usize::try_from(k).ok()?)?.0));
         BatchError {
             record,
             commit_unknown: false,

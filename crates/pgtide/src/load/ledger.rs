@@ -458,7 +458,6 @@ pub(super) fn unfinished(
     if !overlaps && !rejected_here {
         return Ok((vec![chunk], 0));
     }
-    let binary = dialect.format == copyfmt::scan::Format::Binary;
     let spans: Vec<_> = copyfmt::scan::records_with(dialect, chunk.eol, &chunk.data).collect();
     let done: Vec<bool> = spans
         .iter()
@@ -486,11 +485,8 @@ pub(super) fn unfinished(
                 "the ledger does not describe this file as it reads now: `pgtide ledger forget` it",
             )
         })?;
-    let line_of = |i: usize| match spans.get(i) {
-        Some(s) if !binary => s.line,
-        Some(_) => i as u64,
-        None => chunk.lines,
-    };
+    // Line breaks before record `i` (binary: tuples), or all of them.
+    let lines_before = |i: usize| spans.get(i).map_or(chunk.lines, |s| s.line);
     let mut pieces = Vec::new();
     let mut skipped = 0;
     let mut i = 0;
@@ -509,15 +505,11 @@ pub(super) fn unfinished(
             seq: chunk.seq,
             input: chunk.input.clone(),
             data: chunk.data.slice(a..b),
-            first_line: chunk.first_line + line_of(lo),
+            first_line: chunk.line_of(&spans[lo]),
             first_record: chunk.first_record + lo as u64,
             first_byte: start + a as u64,
             records: (i - lo) as u64,
-            lines: if binary {
-                (i - lo) as u64
-            } else {
-                line_of(i) - line_of(lo)
-            },
+            lines: lines_before(i) - lines_before(lo),
             eol: chunk.eol,
             eol_errors: spans[lo..i]
                 .iter()

@@ -45,6 +45,7 @@ use crate::batch::{tx_start, TxStart, BEGIN_SQL};
 pub use crate::batch::{Batch, BatchError};
 use crate::copyopts::CopyFormat;
 use crate::error::{Error, Result};
+use crate::failure::first_number;
 
 impl LoaderSpec {
     /// Checks the method against the options and the server, on `client`
@@ -670,7 +671,9 @@ impl Loader {
                 if !is_skip_notice(notice.routine()) {
                     continue;
                 }
-                let line = first_number(notice.message());
+                // "skipping row ... at line N for column ...": the column
+                // name and value come after N, in every translation.
+                let line = first_number(notice.message()).map(|(n, _)| n);
                 if let Some(i) =
                     line.and_then(|l| record_at_line(&self.spec.dialect, &batch.data, l))
                 {
@@ -703,16 +706,4 @@ fn same_bytes(a: &Bytes, b: &Bytes) -> bool {
 /// `CopyFromTextLikeOneRow` from 18 on (the per-format row routines).
 fn is_skip_notice(routine: Option<&str>) -> bool {
     matches!(routine, Some("NextCopyFrom" | "CopyFromTextLikeOneRow"))
-}
-
-/// The first decimal number in a message: the line in "skipping row due
-/// to data type incompatibility at line N for column ..." (the column name
-/// and value come after it, in every translation).
-fn first_number(message: &str) -> Option<u64> {
-    let start = message.find(|c: char| c.is_ascii_digit())?;
-    let digits: String = message[start..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().ok()
 }

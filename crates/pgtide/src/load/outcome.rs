@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use crate::chunk::Chunk;
 use crate::error::Error;
 use crate::failure::RowFailure;
 use crate::reject::RejectFile;
@@ -38,10 +37,4 @@ pub(super) struct Shared {
     pub bytes: u64,
     /// `--on-conflict`: rows committed merges inserted and updated.
     pub merged: super::upsert::Merged,
-}
-
-/// The last physical line of a chunk (binary: its last tuple).
-pub(super) fn last_line(chunk: &Chunk) -> u64 {
-    let lines = chunk.lines.max(chunk.records);
-    chunk.first_line + lines.saturating_sub(1)
 }

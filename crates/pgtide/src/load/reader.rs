@@ -10,7 +10,7 @@ use bytes::Bytes;
 use copyfmt::fields::{split_record, Fields, NullSpec};
 
 use super::plan::Plan;
-use crate::chunk::{Chunk, Chunker, HeaderMode};
+use crate::chunk::{Chunk, Chunker};
 use crate::copyopts::{CopyFormat, Header};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
@@ -60,7 +60,6 @@ fn read_inputs(
     // Chunks handed out (with --resume, pieces of chunks) are numbered
     // without gaps: the reject file writes in that order.
     let mut sent = 0;
-    let mode = header_mode(plan.header);
     check_later_headers(plan)?;
     for input in &plan.inputs {
         let mut source = Source::open_counted(input, Some(progress.clone()))?;
@@ -70,7 +69,7 @@ fn read_inputs(
             input,
             source.reader,
             plan.dialect.clone(),
-            mode,
+            plan.header,
             plan.chunk_bytes,
             seq,
         )
@@ -148,13 +147,6 @@ fn check_input_bytes(input: &str, chunker: &Chunker, cut: u64, read: u64) -> Res
     super::invariants::check_bytes(input, header, cut, after_end, read)
 }
 
-fn header_mode(header: Header) -> HeaderMode {
-    match header {
-        Header::None => HeaderMode::None,
-        _ => HeaderMode::Consume,
-    }
-}
-
 /// HEADER MATCH: checks the header of every input but the first before
 /// anything is loaded, so that a wrong file later in the list cannot stop
 /// a load that already truncated the table. The first input's header is
@@ -171,7 +163,7 @@ fn check_later_headers(plan: &Plan) -> Result<()> {
             input,
             source.reader,
             plan.dialect.clone(),
-            HeaderMode::Consume,
+            Header::Skip,
             1,
             0,
         );

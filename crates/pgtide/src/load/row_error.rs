@@ -4,7 +4,6 @@
 
 use copyfmt::scan::{Dialect, EolError};
 
-use super::outcome::last_line;
 use crate::chunk::Chunk;
 use crate::error::{Error, ErrorKind};
 use crate::failure::RowFailure;
@@ -33,7 +32,7 @@ pub(super) fn chunk_error(
             "{}: in lines {}-{}: ",
             chunk.input,
             chunk.first_line,
-            last_line(chunk)
+            chunk.last_line()
         ),
     };
     let mut message = format!("{place}{}", db.message());

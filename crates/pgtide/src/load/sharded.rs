@@ -42,7 +42,7 @@ use super::copy::Framing;
 use super::row_error::line_ending_error;
 use super::{LineRange, LoadOptions, Method, Report, RowFailure, ShardReport};
 use crate::catalog::{Column, Table};
-use crate::chunk::{Chunk, Chunker, HeaderMode};
+use crate::chunk::{Chunk, Chunker};
 use crate::conn::{Env, Target};
 use crate::copyopts::{CopyFormat, Header};
 use crate::error::{Error, Result};
@@ -347,17 +347,13 @@ pub async fn run(
         tokio::task::spawn_blocking(move || -> Result<u64> {
             let mut seq = 0;
             let mut rows = 0;
-            let mode = match header {
-                Header::None => HeaderMode::None,
-                _ => HeaderMode::Consume,
-            };
             for input in &inputs {
                 let source = Source::open_counted(input, Some(progress.clone()))?;
                 let mut chunker = Chunker::new(
                     input,
                     source.reader,
                     dialect.clone(),
-                    mode,
+                    header,
                     chunk_bytes,
                     seq,
                 )

@@ -97,15 +97,25 @@ pub(super) fn copy_error(
     data: &[u8],
     error: tokio_postgres::Error,
 ) -> BatchError {
-    let record = error.as_db_error().and_then(|db| {
-        let (line, _) = crate::failure::parse_context(db.where_()?, &spec.relname)?;
-        record_at_line(&spec.dialect, data, line)
-    });
     BatchError {
-        record,
+        record: record_of_error(&spec.dialect, &spec.relname, data, &error),
         commit_unknown: false,
         error,
     }
+}
+
+/// The 0-based record of `data` that a text or CSV COPY of `data` into
+/// `relname` names in `error`'s context (`COPY t, line N`), as
+/// [`record_at_line`] maps it.
+pub fn record_of_error(
+    dialect: &Dialect,
+    relname: &str,
+    data: &[u8],
+    error: &tokio_postgres::Error,
+) -> Option<u64> {
+    let context = error.as_db_error()?.where_()?;
+    let (line, _) = crate::failure::parse_context(context, relname)?;
+    record_at_line(dialect, data, line)
 }
 
 /// The 0-based record that the server's `line N` designates in `data`

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::loader::new_loader;
 use super::loader::{Batch, BatchError, InDoubt, Loader, LoaderSpec};
-use super::outcome::{last_line, Done, Failed, Shared};
+use super::outcome::{Done, Failed, Shared};
 use super::row_error::{chunk_error, line_ending_error};
 use super::RowFailure;
 use crate::chunk::Chunk;
@@ -84,7 +84,7 @@ pub(super) async fn work(
             Ok(rows) => {
                 let skipped = loader.take_skipped();
                 if skipped.is_empty() {
-                    let lines = vec![(chunk.first_line, last_line(&chunk))];
+                    let lines = vec![(chunk.first_line, chunk.last_line())];
                     finished(&ctx, id, &chunk, rows, Vec::new(), lines);
                     true
                 } else {
@@ -226,7 +226,7 @@ fn counted_by_server(loader: &mut Loader, ctx: &Ctx, chunk: &Chunk) -> bool {
         "{}: lines {}-{}: {}",
         chunk.input,
         chunk.first_line,
-        last_line(chunk),
+        chunk.last_line(),
         bug.message()
     ));
     s.failed.push(Failed {
@@ -546,7 +546,7 @@ fn failed_chunk(chunk: &Chunk, spec: &LoaderSpec, e: BatchError) -> Failed {
             "the connection broke while committing lines {}-{} of {}: check whether they \
              are in the table before loading them again",
             chunk.first_line,
-            last_line(chunk),
+            chunk.last_line(),
             chunk.input
         ));
     }

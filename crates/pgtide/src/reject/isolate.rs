@@ -386,7 +386,6 @@ impl Site<'_> {
     fn failure(&self, index: usize, e: &BatchError) -> RowFailure {
         RowFailure::new(
             self.chunk,
-            self.format,
             index as u64,
             &self.spans[index],
             self.relname,
@@ -396,13 +395,10 @@ impl Site<'_> {
 
     /// First and last input line of records `lo..hi`.
     fn lines(&self, lo: usize, hi: usize) -> (u64, u64) {
-        let start = |i: usize| match self.format {
-            Format::Binary => self.chunk.first_line + i as u64,
-            _ => self.chunk.first_line + self.spans[i].line,
-        };
+        let start = |i: usize| self.chunk.line_of(&self.spans[i]);
         let last = match self.spans.get(hi) {
             Some(_) => start(hi) - 1,
-            None => self.chunk.first_line + self.chunk.lines.max(self.chunk.records) - 1,
+            None => self.chunk.last_line(),
         };
         (start(lo), last.max(start(lo)))
     }
@@ -437,7 +433,7 @@ fn reject_limit() -> Error {
 
 /// An error that ends isolation, placed at the range it happened in.
 fn stop_error(site: &Site<'_>, lo: usize, e: BatchError) -> Error {
-    let line = site.chunk.first_line + site.spans.get(lo).map_or(0, |s| s.line);
+    let line = (site.spans.get(lo)).map_or(site.chunk.first_line, |s| site.chunk.line_of(s));
     let err = Error::from(e.error);
     let message = format!(
         "{}: while isolating bad rows near line {line}: {}",

@@ -22,9 +22,8 @@ use crate::chunk::Chunk;
 use crate::error::{Error, ErrorKind, Result};
 use crate::failure::RowFailure;
 use crate::load::copy::copy_bytes;
-use crate::load::outcome::last_line;
 use crate::load::row_error::show_row;
-use crate::load::spec::record_at_line;
+use crate::load::spec::record_of_error;
 
 /// Why a server's part of a chunk did not commit.
 pub(super) struct PartFailed {
@@ -146,7 +145,7 @@ fn in_doubt(e: Error, label: &str, txid: &str, chunk: &Chunk) -> Error {
              and the server cannot be asked whether it committed",
             chunk.input,
             chunk.first_line,
-            last_line(chunk),
+            chunk.last_line(),
             e.message()
         ),
     )
@@ -177,7 +176,7 @@ fn part_error(e: Error, label: &str, chunk: &Chunk) -> Error {
         "{} lines {}-{}: ",
         chunk.input,
         chunk.first_line,
-        last_line(chunk)
+        chunk.last_line()
     );
     let e = name_server(e, label, None);
     let mut out = Error::new(e.kind(), format!("{lines}{}", e.message()));
@@ -216,24 +215,21 @@ fn refused(
     if crate::error::classify(&e) == crate::error::Class::Connection {
         return part_error(e.into(), label, chunk).into();
     }
-    let index = db
-        .where_()
-        .and_then(|w| crate::failure::parse_context(w, &dest.relname))
-        .and_then(|(line, _)| record_at_line(&s.dialect, &routed.bufs[d], line))
+    let index = record_of_error(&s.dialect, &dest.relname, &routed.bufs[d], &e)
         .and_then(|i| routed.records[d].get(i as usize).copied());
     let Some(index) = index else {
         let message = format!(
             "{}: in lines {}-{}: {}: {}",
             chunk.input,
             chunk.first_line,
-            last_line(chunk),
+            chunk.last_line(),
             dest.label,
             db.message()
         );
         return with_server_words(message, db, None).into();
     };
     let span = routed.spans[index as usize];
-    let row = RowFailure::new(chunk, s.dialect.format, index, &span, &dest.relname, &e);
+    let row = RowFailure::new(chunk, index, &span, &dest.relname, &e);
     let column = row
         .column
         .as_ref()
