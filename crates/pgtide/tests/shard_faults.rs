@@ -94,6 +94,15 @@ async fn load_with(
     csv: &str,
     rejects: Option<std::path::PathBuf>,
 ) -> pgtide::error::Result<Report> {
+    load_max(db, csv, rejects, None).await
+}
+
+async fn load_max(
+    db: &Db,
+    csv: &str,
+    rejects: Option<std::path::PathBuf>,
+    max_rejects: Option<u64>,
+) -> pgtide::error::Result<Report> {
     let path = db.file(csv.as_bytes(), support::Compress::None);
     let mut opts = LoadOptions::new(
         vec![path.to_string_lossy().into_owned()],
@@ -103,6 +112,7 @@ async fn load_with(
     opts.workers = 2;
     opts.chunk_bytes = 4 << 10;
     opts.rejects = rejects;
+    opts.max_rejects = max_rejects;
     pgtide::load::run(&db.target, &opts, Arc::new(Progress::new(2))).await
 }
 
@@ -195,10 +205,12 @@ async fn check_accounted(
     assert_eq!(report.rows_loaded + doubted, total);
     assert!(report.rows_read >= report.rows_loaded);
     // Without --rejects a bad row's line is never done; with it, it is
-    // (done = committed or rejected).
+    // (done = committed or rejected) unless the load stopped first.
     for n in bad {
         let done = within(&report.committed, lines[n]);
-        assert_eq!(done, report.rows_rejected > 0, "bad row {n}");
+        if report.rows_rejected == 0 || report.failure.is_none() {
+            assert_eq!(done, report.rows_rejected > 0, "bad row {n}");
+        }
     }
 }
 
@@ -424,4 +436,66 @@ async fn with_rejects_the_rows_each_shard_refuses_are_set_aside() {
             last: csv.matches('\n').count() as u64,
         }]
     );
+}
+
+#[tokio::test]
+async fn max_rejects_counts_every_row_refused_on_the_client_or_a_shard() {
+    let db = Db::start().await;
+    let (_shards, remote) = support::shard_server(&db).await;
+    setup(&db, &remote).await;
+    let on_shard = key_on(&db, "shard2", 1000).await;
+    let local = key_on(&db, "coordinator", 2000).await;
+    let misfit = key_on(&db, "coordinator", 300).await;
+    let bad = BTreeMap::from([
+        (on_shard, format!("{on_shard},-1,negative")),
+        (local, format!("{local},y,bad int")),
+        // Refused on the client, never sent: it counts too.
+        (misfit, format!("{misfit},{misfit},row {misfit}\r")),
+    ]);
+    let (csv, lines) = input(&bad);
+    let bad_keys: Vec<i32> = bad.keys().copied().collect();
+    let dir = tempfile::tempdir().unwrap();
+    let rejects = dir.path().join("bad.csv");
+    let max = bad.len() as u64 - 1;
+    // --explain says how rejects go on this path (no ON_ERROR pass).
+    let mut opts = LoadOptions::new(vec![], QualifiedName::parse("s").unwrap(), CopyFormat::Csv);
+    opts.rejects = Some(rejects.clone());
+    let x = pgtide::load::explain(&db.target, &opts).await.unwrap();
+    let said = |what: &str| x.lines.iter().find(|(w, _)| w == what).unwrap().1.clone();
+    assert!(said("routing").starts_with("on the client"), "{x:?}");
+    assert!(said("rejects").contains("server's transaction"), "{x:?}");
+    let report = load_max(&db, &csv, Some(rejects.clone()), Some(max))
+        .await
+        .unwrap();
+    let failure = report
+        .failure
+        .as_ref()
+        .expect("three bad rows, two allowed");
+    assert_eq!(
+        failure.kind(),
+        pgtide::error::ErrorKind::RejectLimit,
+        "{failure:?}"
+    );
+    assert!(report.rows_rejected <= max, "{}", report.rows_rejected);
+    // What the reject file holds is counted, and only bad rows.
+    let written = std::fs::read_to_string(&rejects).unwrap();
+    // (split on \n alone: the misfit row keeps its \r)
+    let rows: Vec<&str> = written.split_terminator('\n').collect();
+    assert_eq!(rows.len() as u64, report.rows_rejected);
+    for row in rows {
+        assert!(bad.values().any(|b| b == row), "{row:?}");
+    }
+    check_accounted(&db, &remote, &report, &lines, &bad_keys).await;
+
+    // As many as allowed: the load goes through.
+    db.client.batch_execute("TRUNCATE s0, s1").await.unwrap();
+    remote.batch_execute("TRUNCATE r2, r3").await.unwrap();
+    let again = dir.path().join("bad2.csv");
+    let report = load_max(&db, &csv, Some(again), Some(max + 1))
+        .await
+        .unwrap();
+    assert!(report.failure.is_none(), "{:?}", report.failure);
+    assert_eq!(report.rows_rejected, bad.len() as u64);
+    assert_eq!(report.rows_loaded, ROWS as u64 - bad.len() as u64);
+    check_accounted(&db, &remote, &report, &lines, &bad_keys).await;
 }

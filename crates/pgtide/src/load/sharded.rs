@@ -187,6 +187,21 @@ struct Shared {
     rejects: Mutex<Option<RejectFile>>,
 }
 
+impl Shared {
+    /// `--max-rejects`' gate, as the main path's: true while one more
+    /// rejected row is allowed (every row refused, on the client or by a
+    /// server, passes through it once).
+    fn may_reject(&self) -> impl FnMut() -> bool {
+        let (progress, max) = (self.progress.clone(), self.max_rejects);
+        move || {
+            let before = progress
+                .rows_rejected
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            max.is_none_or(|m| before < m)
+        }
+    }
+}
+
 #[derive(Default)]
 struct Ledger {
     rows_loaded: u64,

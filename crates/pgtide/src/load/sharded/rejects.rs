@@ -173,14 +173,7 @@ pub(super) async fn isolate_part(
             eol_errors: 0,
             ..chunk.clone()
         };
-        let progress = s.progress.clone();
-        let max = s.max_rejects;
-        let may_reject = move || {
-            let before = progress
-                .rows_rejected
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            max.is_none_or(|m| before < m)
-        };
+        let may_reject = s.may_reject();
         let mut session = DestSession { s, client, d };
         let (iso, err) = isolate(&mut session, &own, Start::Fresh, may_reject).await;
         if let Some(e) = err {

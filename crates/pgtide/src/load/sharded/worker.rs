@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::load::row_error::line_ending_error;
 use crate::load::LineRange;
 use crate::progress::Progress;
+use crate::reject::isolate::reject_limit;
 
 pub(super) async fn worker(
     s: &Shared,
@@ -50,6 +51,18 @@ pub(super) async fn worker(
             break;
         }
         let mut routed = route_chunk(s, &chunk);
+        // Rows refused on the client count against --max-rejects as the
+        // servers' do; past it, nothing of the chunk is sent.
+        let mut may_reject = s.may_reject();
+        if !routed.screened.iter().all(|_| may_reject()) {
+            s.ledger
+                .lock()
+                .unwrap()
+                .failure
+                .get_or_insert(reject_limit());
+            rx.close();
+            break;
+        }
         let per_server = s
             .servers
             .iter()
