@@ -4,12 +4,17 @@
 //!
 //! - into one local table with `pgtide load` (the reference: what a
 //!   sharded load should cost);
+//! - into a table hash-partitioned by `n` in 8 local partitions with
+//!   `pgtide load` (by default the parent's COPY, the server routing) and
+//!   `--route direct` (routing on the client, COPY per partition);
 //! - into a table hash-partitioned by `n` in 8 partitions that are
 //!   postgres_fdw foreign tables on a second throwaway server: `pgtide
 //!   load` routing on the client (each partition's rows COPYed on the
 //!   shard), `pgtide load --route coordinator` (the parent's COPY, which
 //!   postgres_fdw turns into remote INSERTs, batched from PG 16 only), and
-//!   psql `\copy` into the parent (the same path as psql users take).
+//!   psql `\copy` into the parent (the same path as psql users take),
+//!   and `INSERT INTO parent SELECT * FROM` the local table with the
+//!   foreign server's `batch_size` 1 and 100 (seed 002's two rows).
 //!
 //! Every run starts from empty tables and is checked (untimed): all rows
 //! on the shard, none twice, each on the partition
@@ -42,6 +47,7 @@ pub const PARTITIONS: usize = 8;
 /// The foreign server's name on the main server.
 const SERVER: &str = "shards";
 const LOCAL_TABLE: &str = "shards_local";
+const LOCAL_PARTS: &str = "shards_local_parts";
 const PARENT: &str = "shards_parent";
 
 /// What to run.
@@ -78,6 +84,29 @@ pub fn coordinator_name(workers: usize) -> String {
 pub fn psql_name() -> String {
     format!("{PSQL_COPY} into the parent")
 }
+
+/// `pgtide (N workers)` into 8 local hash partitions: by default (the
+/// server routes: no leaf is foreign) or `--route direct` (the client).
+pub fn local_parts_name(workers: usize, route: Route) -> String {
+    let how = if route == Route::Direct {
+        " --route direct"
+    } else {
+        ""
+    };
+    format!(
+        "{PARTITIONS} local partitions{how}, {}",
+        pgtide_name(workers)
+    )
+}
+
+/// `INSERT INTO parent SELECT * FROM local` with the foreign server's
+/// `batch_size`.
+pub fn insert_select_name(batch_size: u32) -> String {
+    format!("INSERT .. SELECT, batch_size {batch_size}")
+}
+
+/// The `batch_size` values of the INSERT .. SELECT contenders.
+const BATCH_SIZES: [u32; 2] = [1, 100];
 
 impl ShardsBench {
     /// The worker count the ratios are taken at: 2 (the issue's target)
@@ -151,6 +180,10 @@ pub async fn run(
         on_result(&m);
         results.push(m);
     }
+    for m in local_parts(target, &client, &file, &workers, bench.runs, rows, &blank).await? {
+        on_result(&m);
+        results.push(m);
+    }
 
     let remote = match setup(&client, bench).await {
         Ok(r) => r,
@@ -207,7 +240,84 @@ fn shard_contenders(workers: &[usize]) -> Vec<String> {
     let mut names: Vec<String> = workers.iter().map(|w| direct_name(*w)).collect();
     names.extend(workers.iter().map(|w| coordinator_name(*w)));
     names.push(psql_name());
+    names.extend(BATCH_SIZES.map(insert_select_name));
     names
+}
+
+/// `pgtide load` into 8 local hash partitions, by default and with
+/// `--route direct`, per worker count; each run checked (count, placement
+/// by `satisfies_hash_partition`, routed where asked). The table is
+/// dropped at the end.
+async fn local_parts(
+    target: &Target,
+    client: &Client,
+    file: &std::path::Path,
+    workers: &[usize],
+    runs: usize,
+    rows: u64,
+    blank: &dyn Fn(&str) -> Measurement,
+) -> Result<Vec<Measurement>> {
+    let parent = quote(LOCAL_PARTS);
+    let mut sql = format!(
+        "DROP TABLE IF EXISTS {parent}; CREATE TABLE {parent} {COLUMNS} PARTITION BY HASH (n);"
+    );
+    for i in 0..PARTITIONS {
+        sql.push_str(&format!(
+            "CREATE TABLE {} PARTITION OF {parent} \
+               FOR VALUES WITH (modulus {PARTITIONS}, remainder {i});",
+            quote(&format!("{LOCAL_PARTS}_{i}"))
+        ));
+    }
+    client.batch_execute(&sql).await?;
+    let misplaced: Vec<String> = (0..PARTITIONS)
+        .map(|i| {
+            format!(
+                "SELECT count(*) FROM {} \
+                 WHERE NOT satisfies_hash_partition({}::regclass, {PARTITIONS}, {i}, n)",
+                quote(&format!("{LOCAL_PARTS}_{i}")),
+                quote_literal(LOCAL_PARTS)
+            )
+        })
+        .collect();
+    let misplaced = format!(
+        "SELECT sum(c)::int8 FROM ({}) x(c)",
+        misplaced.join(" UNION ALL ")
+    );
+    let mut out = Vec::new();
+    for (route, &w) in [Route::Auto, Route::Direct]
+        .into_iter()
+        .flat_map(|r| workers.iter().map(move |w| (r, w)))
+    {
+        let mut m = blank(&local_parts_name(w, route));
+        for _ in 0..runs {
+            client.batch_execute(&format!("TRUNCATE {parent}")).await?;
+            let (s, report) = time_load(target, &load_opts(file, LOCAL_PARTS, w, route)).await?;
+            let routed = report
+                .notes
+                .iter()
+                .any(|n| n.contains("routed on the client"));
+            if routed != (route == Route::Direct) {
+                return Err(Error::bug(format!(
+                    "{}: routed on the client: {routed}; notes: {:?}",
+                    m.contender, report.notes
+                )));
+            }
+            m.seconds.push(s);
+            expect_rows(count_rows(client, LOCAL_PARTS).await?, rows, &m.contender)?;
+            let wrong: i64 = client.query_one(&misplaced, &[]).await?.get(0);
+            if wrong != 0 {
+                return Err(Error::bug(format!(
+                    "{}: {wrong} rows on a partition their hash does not choose",
+                    m.contender
+                )));
+            }
+        }
+        out.push(m);
+    }
+    client
+        .batch_execute(&format!("DROP TABLE {parent}"))
+        .await?;
+    Ok(out)
 }
 
 fn load_opts(file: &std::path::Path, table: &str, workers: usize, route: Route) -> LoadOptions {
@@ -280,6 +390,33 @@ async fn shard_runs(
         }
     }
     on_result(m);
+    // Seed 002's rows: the coordinator's INSERT .. SELECT from the local
+    // table (holding the file's rows since its last run), row by row
+    // (batch_size 1) and batched.
+    expect_rows(count_rows(client, LOCAL_TABLE).await?, rows, LOCAL_TABLE)?;
+    for b in BATCH_SIZES {
+        let mut m = blank(&insert_select_name(b));
+        client
+            .batch_execute(&format!(
+                "ALTER SERVER {} OPTIONS (SET batch_size {})",
+                quote(SERVER),
+                quote_literal(&b.to_string())
+            ))
+            .await?;
+        let insert = format!(
+            "INSERT INTO {} SELECT * FROM {}",
+            quote(PARENT),
+            quote(LOCAL_TABLE)
+        );
+        for _ in 0..bench.runs {
+            remote.truncate().await?;
+            let start = std::time::Instant::now();
+            client.batch_execute(&insert).await?;
+            m.seconds.push(start.elapsed().as_secs_f64());
+            remote.check(client, rows, &m.contender).await?;
+        }
+        on_result(m);
+    }
     Ok(())
 }
 

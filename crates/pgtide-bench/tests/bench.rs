@@ -331,6 +331,7 @@ async fn fdw_scenario(target: &Target, bin: &PgBin) {
 /// that it can run alone.
 #[tokio::test]
 async fn shards_scenario_is_well_formed_at_tiny_sizes() {
+    use pgtide::load::sharded::Route;
     use pgtide_bench::shards::{self, ShardsBench};
     let bin = PgBin::for_tests().expect("PostgreSQL binaries");
     let cluster = {
@@ -357,11 +358,17 @@ async fn shards_scenario_is_well_formed_at_tiny_sizes() {
     let contenders = [
         shards::local_name(1),
         shards::local_name(2),
+        shards::local_parts_name(1, Route::Auto),
+        shards::local_parts_name(2, Route::Auto),
+        shards::local_parts_name(1, Route::Direct),
+        shards::local_parts_name(2, Route::Direct),
         shards::direct_name(1),
         shards::direct_name(2),
         shards::coordinator_name(1),
         shards::coordinator_name(2),
         shards::psql_name(),
+        shards::insert_select_name(1),
+        shards::insert_select_name(100),
     ];
     let contenders: Vec<&str> = contenders.iter().map(String::as_str).collect();
     assert_contenders(&results, &["2000 rows"], &contenders);

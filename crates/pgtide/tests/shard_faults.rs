@@ -7,6 +7,8 @@
 //! failed load is checked against what the servers hold: per server, the
 //! rows present are exactly the rows routed to it whose lines the report
 //! says that server committed (plus, all or none, a part in doubt).
+//! With `--rejects`, the rows every server refuses land in the reject
+//! file, in input order, and all the others are loaded.
 
 mod support;
 
@@ -84,6 +86,23 @@ fn input(bad: &BTreeMap<i32, String>) -> (String, BTreeMap<i32, u64>) {
 }
 
 async fn load(db: &Db, csv: &str) -> pgtide::error::Result<Report> {
+    load_with(db, csv, None).await
+}
+
+async fn load_with(
+    db: &Db,
+    csv: &str,
+    rejects: Option<std::path::PathBuf>,
+) -> pgtide::error::Result<Report> {
+    load_max(db, csv, rejects, None).await
+}
+
+async fn load_max(
+    db: &Db,
+    csv: &str,
+    rejects: Option<std::path::PathBuf>,
+    max_rejects: Option<u64>,
+) -> pgtide::error::Result<Report> {
     let path = db.file(csv.as_bytes(), support::Compress::None);
     let mut opts = LoadOptions::new(
         vec![path.to_string_lossy().into_owned()],
@@ -92,6 +111,8 @@ async fn load(db: &Db, csv: &str) -> pgtide::error::Result<Report> {
     );
     opts.workers = 2;
     opts.chunk_bytes = 4 << 10;
+    opts.rejects = rejects;
+    opts.max_rejects = max_rejects;
     pgtide::load::run(&db.target, &opts, Arc::new(Progress::new(2))).await
 }
 
@@ -183,8 +204,13 @@ async fn check_accounted(
         .sum();
     assert_eq!(report.rows_loaded + doubted, total);
     assert!(report.rows_read >= report.rows_loaded);
+    // Without --rejects a bad row's line is never done; with it, it is
+    // (done = committed or rejected) unless the load stopped first.
     for n in bad {
-        assert!(!within(&report.committed, lines[n]), "bad row {n} done");
+        let done = within(&report.committed, lines[n]);
+        if report.rows_rejected == 0 || report.failure.is_none() {
+            assert_eq!(done, report.rows_rejected > 0, "bad row {n}");
+        }
     }
 }
 
@@ -345,4 +371,131 @@ async fn a_shard_that_goes_down_mid_load_leaves_every_committed_range_listed() {
     .unwrap();
     let remote = shards.target().connect().await.unwrap();
     check_accounted(&db, &remote, &report, &lines, &[]).await;
+}
+
+#[tokio::test]
+async fn with_rejects_the_rows_each_shard_refuses_are_set_aside() {
+    let db = Db::start().await;
+    let (_shards, remote) = support::shard_server(&db).await;
+    setup(&db, &remote).await;
+    let on_shard = key_on(&db, "shard2", 2000).await;
+    let on_shard2 = key_on(&db, "shard2", on_shard + 1).await;
+    let on_shard_early = key_on(&db, "shard2", 100).await;
+    let local = key_on(&db, "coordinator", 1500).await;
+    let misfit = key_on(&db, "coordinator", 500).await;
+    let bad = BTreeMap::from([
+        // A CHECK only the shard's table has, twice in one chunk.
+        (on_shard, format!("{on_shard},-1,negative")),
+        (on_shard2, format!("{on_shard2},-2,negative")),
+        // Type errors: for the shard, for a local leaf.
+        (on_shard_early, format!("{on_shard_early},x,bad int")),
+        (local, format!("{local},y,bad int")),
+        // A key the client cannot read: refused through the coordinator.
+        (2500, "z,1,bad key".to_owned()),
+        // A line end that does not fit the file's: refused unsent.
+        (misfit, format!("{misfit},{misfit},row {misfit}\r")),
+    ]);
+    let (csv, lines) = input(&bad);
+    let dir = tempfile::tempdir().unwrap();
+    let rejects = dir.path().join("bad.csv");
+    let report = load_with(&db, &csv, Some(rejects.clone())).await.unwrap();
+    assert!(report.failure.is_none(), "{:?}", report.failure);
+    assert_eq!(report.rows_read, ROWS as u64);
+    assert_eq!(report.rows_rejected, bad.len() as u64);
+    assert_eq!(report.rows_loaded, ROWS as u64 - bad.len() as u64);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("routed on the client")),
+        "{:?}",
+        report.notes
+    );
+    // The reject file: the bad rows as in the input, in input order; the
+    // log places each at its line.
+    let want: String = bad.values().map(|r| format!("{r}\n")).collect();
+    assert_eq!(std::fs::read_to_string(&rejects).unwrap(), want);
+    let log = std::fs::read_to_string(pgtide::reject::log_path(&rejects)).unwrap();
+    let logged: Vec<u64> = log
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["line"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let want_lines: Vec<u64> = bad.keys().map(|n| lines[n]).collect();
+    assert_eq!(logged, want_lines);
+    let bad_keys: Vec<i32> = bad.keys().copied().collect();
+    check_accounted(&db, &remote, &report, &lines, &bad_keys).await;
+    assert_eq!(
+        report.committed,
+        vec![LineRange {
+            input: report.committed[0].input.clone(),
+            first: 1,
+            last: csv.matches('\n').count() as u64,
+        }]
+    );
+}
+
+#[tokio::test]
+async fn max_rejects_counts_every_row_refused_on_the_client_or_a_shard() {
+    let db = Db::start().await;
+    let (_shards, remote) = support::shard_server(&db).await;
+    setup(&db, &remote).await;
+    let on_shard = key_on(&db, "shard2", 1000).await;
+    let local = key_on(&db, "coordinator", 2000).await;
+    let misfit = key_on(&db, "coordinator", 300).await;
+    let bad = BTreeMap::from([
+        (on_shard, format!("{on_shard},-1,negative")),
+        (local, format!("{local},y,bad int")),
+        // Refused on the client, never sent: it counts too.
+        (misfit, format!("{misfit},{misfit},row {misfit}\r")),
+    ]);
+    let (csv, lines) = input(&bad);
+    let bad_keys: Vec<i32> = bad.keys().copied().collect();
+    let dir = tempfile::tempdir().unwrap();
+    let rejects = dir.path().join("bad.csv");
+    let max = bad.len() as u64 - 1;
+    // --explain says how rejects go on this path (no ON_ERROR pass).
+    let mut opts = LoadOptions::new(vec![], QualifiedName::parse("s").unwrap(), CopyFormat::Csv);
+    opts.rejects = Some(rejects.clone());
+    let x = pgtide::load::explain(&db.target, &opts).await.unwrap();
+    let said = |what: &str| x.lines.iter().find(|(w, _)| w == what).unwrap().1.clone();
+    assert!(said("routing").starts_with("on the client"), "{x:?}");
+    assert!(said("rejects").contains("server's transaction"), "{x:?}");
+    let report = load_max(&db, &csv, Some(rejects.clone()), Some(max))
+        .await
+        .unwrap();
+    let failure = report
+        .failure
+        .as_ref()
+        .expect("three bad rows, two allowed");
+    assert_eq!(
+        failure.kind(),
+        pgtide::error::ErrorKind::RejectLimit,
+        "{failure:?}"
+    );
+    assert!(report.rows_rejected <= max, "{}", report.rows_rejected);
+    // What the reject file holds is counted, and only bad rows.
+    let written = std::fs::read_to_string(&rejects).unwrap();
+    // (split on \n alone: the misfit row keeps its \r)
+    let rows: Vec<&str> = written.split_terminator('\n').collect();
+    assert_eq!(rows.len() as u64, report.rows_rejected);
+    for row in rows {
+        assert!(bad.values().any(|b| b == row), "{row:?}");
+    }
+    check_accounted(&db, &remote, &report, &lines, &bad_keys).await;
+
+    // As many as allowed: the load goes through.
+    db.client.batch_execute("TRUNCATE s0, s1").await.unwrap();
+    remote.batch_execute("TRUNCATE r2, r3").await.unwrap();
+    let again = dir.path().join("bad2.csv");
+    let report = load_max(&db, &csv, Some(again), Some(max + 1))
+        .await
+        .unwrap();
+    assert!(report.failure.is_none(), "{:?}", report.failure);
+    assert_eq!(report.rows_rejected, bad.len() as u64);
+    assert_eq!(report.rows_loaded, ROWS as u64 - bad.len() as u64);
+    check_accounted(&db, &remote, &report, &lines, &bad_keys).await;
 }

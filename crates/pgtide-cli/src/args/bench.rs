@@ -52,8 +52,9 @@ pub enum BenchScenario {
     Upsert(BenchUpsertArgs),
     /// Issue 10: 1M rows into 8 hash partitions that are postgres_fdw
     /// foreign tables on a second throwaway server: pgtide load routing on
-    /// the client, pgtide load --route coordinator and psql \copy into the
-    /// parent, next to pgtide load into one local table.
+    /// the client, pgtide load --route coordinator, psql \copy into the
+    /// parent and INSERT .. SELECT with batch_size 1 and 100, next to
+    /// pgtide load into one local table and into 8 local partitions.
     Shards(BenchShardsArgs),
     /// Issue 9: a large load into a table with three secondary indexes,
     /// maintained row by row or --defer-indexes, next to no indexes.

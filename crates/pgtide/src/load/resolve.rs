@@ -249,16 +249,20 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
         "inputs",
         format!("{} (format {})", opts.inputs.join(", "), opts.copy.format),
     );
+    let mut on_client = false;
     if table.kind == 'p' {
         let routed = match sharded::plan(target, opts, table, &columns).await? {
             _ if opts.resume.is_some() || opts.on_conflict.is_some() => {
                 "through the parent table (--resume and --on-conflict are not routed on the client)"
                     .to_owned()
             }
-            Ok(plan) => format!(
+            Ok(plan) => {
+                on_client = true;
+                format!(
                 "on the client: each row to its leaf ({} leaves), foreign leaves by COPY on their own servers",
                 plan.tree.leaves.len()
-            ),
+                )
+            }
             Err(why) => format!("through the parent table: {why}"),
         };
         x.say("routing", routed);
@@ -316,7 +320,7 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
     let deferrable = super::indexes::deferrable(control, table).await?;
     let saved = super::indexes::saved(control, Some(table.oid)).await?;
     x.say("indexes", describe_indexes(opts, &deferrable, &saved));
-    x.say("rejects", describe_rejects(opts, &r.plan));
+    x.say("rejects", describe_rejects(opts, &r.plan, on_client));
     if let Some(u) = &r.upsert {
         x.say(
             "on conflict",
@@ -402,7 +406,7 @@ fn describe_indexes(
     out
 }
 
-fn describe_rejects(opts: &LoadOptions, plan: &pool::Plan) -> String {
+fn describe_rejects(opts: &LoadOptions, plan: &pool::Plan, on_client: bool) -> String {
     let Some(path) = &opts.rejects else {
         return "none: the first bad row stops the load (--rejects FILE to set bad rows aside)"
             .to_owned();
@@ -410,6 +414,10 @@ fn describe_rejects(opts: &LoadOptions, plan: &pool::Plan) -> String {
     let mut out = format!("to {} (reasons in {}.log)", path.display(), path.display());
     let on_error = plan.on_error_sql.as_ref().filter(|_| opts.resume.is_none());
     out.push_str(match (on_error, plan.format) {
+        _ if on_client => {
+            "; a server's part of a chunk refused for a row is done again in that \
+             server's transaction, its bad rows isolated"
+        }
         (Some(_), _) => "; bad values skipped by the server in one pass (ON_ERROR ignore)",
         (None, CopyFormat::Binary) => "; a failed chunk is retried in ranges",
         (None, _) => {

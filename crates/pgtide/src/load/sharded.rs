@@ -19,11 +19,15 @@
 //! refuses a row or goes away (a COMMIT it never answered is settled by
 //! `txid_status`, or listed as in doubt). Rows the client cannot route go
 //! through the coordinator's parent table in the coordinator's
-//! transaction. `route` cuts a chunk per destination; `server` loads one
-//! server's part and words its failures.
+//! transaction. `worker` takes chunks; `route` cuts one per destination;
+//! `rejects` loads a server's part (isolating bad rows with `--rejects`)
+//! through `server`, which sends it and words its failures.
+//!
+//! `--rejects`: a server's part refused for a row is done again with its
+//! bad rows isolated, in one transaction still (`rejects.rs`).
 //!
 //! Not here (the load falls back to the ordinary path, see
-//! [`eligible`]): `--rejects`, `--truncate`, `HEADER MATCH`, methods other
+//! [`eligible`]): `--truncate`, `HEADER MATCH`, methods other
 //! than COPY, a non-UTF-8 input or server encoding.
 
 use std::collections::BTreeMap;
@@ -33,13 +37,13 @@ use std::time::Instant;
 use bytes::Bytes;
 use copyfmt::fields::NullSpec;
 use copyfmt::scan::Dialect;
-use tokio_postgres::Client;
 
+mod rejects;
 mod route;
 mod server;
+mod worker;
 
 use super::copy::Framing;
-use super::row_error::line_ending_error;
 use super::{LineRange, LoadOptions, Method, Report, RowFailure, ShardReport};
 use crate::catalog::{Column, Table};
 use crate::chunk::{Chunk, Chunker};
@@ -47,10 +51,12 @@ use crate::conn::{Env, Target};
 use crate::copyopts::{CopyFormat, Header};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
+use crate::reject::RejectFile;
 use crate::shard::{remote, LeafRoute, Plan};
 use crate::source::Source;
-use route::{merge, route_chunk, Routed};
-use server::{load_part, name_server};
+use route::{merge, Routed};
+use server::name_server;
+use worker::worker;
 
 /// `--route`: where rows of a partitioned target are routed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -87,9 +93,6 @@ pub fn eligible(opts: &LoadOptions) -> std::result::Result<(), &'static str> {
     }
     if opts.method != Method::Copy {
         return Err("only --method copy routes on the client");
-    }
-    if opts.rejects.is_some() {
-        return Err("--rejects is not yet supported with client-side routing");
     }
     if opts.truncate {
         return Err("--truncate is not yet supported with client-side routing");
@@ -177,6 +180,26 @@ struct Shared {
     may_skip: bool,
     ledger: Mutex<Ledger>,
     progress: Arc<Progress>,
+    /// `--rejects`: rows a server refuses are isolated and written here
+    /// (in input order: every chunk submits once, by its `seq`).
+    isolate: bool,
+    max_rejects: Option<u64>,
+    rejects: Mutex<Option<RejectFile>>,
+}
+
+impl Shared {
+    /// `--max-rejects`' gate, as the main path's: true while one more
+    /// rejected row is allowed (every row refused, on the client or by a
+    /// server, passes through it once).
+    fn may_reject(&self) -> impl FnMut() -> bool {
+        let (progress, max) = (self.progress.clone(), self.max_rejects);
+        move || {
+            let before = progress
+                .rows_rejected
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            max.is_none_or(|m| before < m)
+        }
+    }
 }
 
 #[derive(Default)]
@@ -195,6 +218,7 @@ struct Ledger {
     partial: Vec<String>,
     failure: Option<Error>,
     failed_row: Option<RowFailure>,
+    rejected: u64,
 }
 
 /// Loads `opts.inputs` into the partitioned `table` along `plan`.
@@ -318,6 +342,12 @@ pub async fn run(
                 .map_err(|e| unreachable(e, &s.label))?,
         );
     }
+    // After every server answered: a load that cannot start leaves no
+    // reject file behind.
+    let reject_file = match &opts.rejects {
+        Some(path) => Some(RejectFile::create(path, opts.overwrite_rejects)?),
+        None => None,
+    };
     let n_servers = servers.len();
     let shared = Arc::new(Shared {
         plan,
@@ -336,6 +366,9 @@ pub async fn run(
             ..Ledger::default()
         }),
         progress: progress.clone(),
+        isolate: opts.rejects.is_some(),
+        max_rejects: opts.max_rejects,
+        rejects: Mutex::new(reject_file),
     });
     let (tx, rx) = async_channel::bounded::<Chunk>(1);
     let reader = {
@@ -344,9 +377,12 @@ pub async fn run(
         let chunk_bytes = opts.chunk_bytes;
         let max_record = opts.max_record_bytes;
         let progress = progress.clone();
+        let shared = shared.clone();
+        let binary = opts.copy.format == CopyFormat::Binary;
         tokio::task::spawn_blocking(move || -> Result<u64> {
             let mut seq = 0;
             let mut rows = 0;
+            let mut framed = false;
             for input in &inputs {
                 let source = Source::open_counted(input, Some(progress.clone()))?;
                 let mut chunker = Chunker::new(
@@ -361,6 +397,14 @@ pub async fn run(
                 while let Some(chunk) = chunker.next_chunk()? {
                     if progress.stop_requested() {
                         return Ok(rows);
+                    }
+                    if !framed {
+                        // The reject file starts as the first input does
+                        // (its header record, or the binary header).
+                        framed = true;
+                        if let Some(f) = shared.rejects.lock().unwrap().as_mut() {
+                            f.set_framing(chunker.header().cloned(), binary);
+                        }
                     }
                     rows += chunk.records;
                     Progress::add(&progress.rows_read, chunk.records);
@@ -432,13 +476,23 @@ pub async fn run(
             }
         })
         .collect();
+    // The reject file's own count is the rejected-row count of record.
+    let mut rows_rejected = ledger.rejected;
+    if let Some(file) = shared.rejects.lock().unwrap().take() {
+        match file.finish() {
+            Ok(written) => rows_rejected = written,
+            Err(e) => {
+                ledger.failure.get_or_insert(e);
+            }
+        }
+    }
     let mut report = Report {
         rows_read,
         rows_loaded: ledger.rows_loaded,
-        rows_rejected: 0,
+        rows_rejected,
         rows_skipped_by_table: ledger.rows_skipped,
         rows_resumed: 0,
-        rejects_path: None,
+        rejects_path: opts.rejects.as_ref().map(|p| p.display().to_string()),
         bytes: ledger.bytes,
         seconds: start.elapsed().as_secs_f64(),
         workers: opts.workers,
@@ -454,13 +508,14 @@ pub async fn run(
         upsert: None,
         shards,
     };
-    if report.failure.is_none()
-        && report.rows_read != report.rows_loaded + report.rows_skipped_by_table
-    {
-        report.failure = Some(Error::bug(format!(
-            "rows read {} != loaded {} + skipped by the table {}",
-            report.rows_read, report.rows_loaded, report.rows_skipped_by_table
-        )));
+    if report.failure.is_none() {
+        report.failure = super::invariants::check_rows(
+            report.rows_read,
+            report.rows_loaded,
+            report.rows_rejected,
+            report.rows_skipped_by_table,
+        )
+        .err();
     }
     Ok(report)
 }
@@ -480,109 +535,4 @@ fn unreachable(e: Error, label: &str) -> Error {
         None => hint,
     };
     name_server(e, label, Some(&hint))
-}
-
-async fn worker(
-    s: &Shared,
-    rx: async_channel::Receiver<Chunk>,
-    w: usize,
-    clients: Option<Vec<Client>>,
-) -> Result<()> {
-    let clients = match clients {
-        Some(c) => c,
-        None => {
-            let mut c = Vec::new();
-            for srv in &s.servers {
-                c.push(
-                    srv.target
-                        .connect()
-                        .await
-                        .map_err(|e| unreachable(e, &srv.label))?,
-                );
-            }
-            c
-        }
-    };
-    while let Ok(chunk) = rx.recv().await {
-        if s.ledger.lock().unwrap().failure.is_some() {
-            break;
-        }
-        if chunk.eol_errors > 0 {
-            // Never sent whole (a COPY that starts with such a record
-            // settles on the wrong line-ending style): stop as the main
-            // path does without --rejects.
-            if let Some((e, _)) = line_ending_error(&chunk, &s.dialect) {
-                s.ledger.lock().unwrap().failure.get_or_insert(e);
-            }
-            break;
-        }
-        let routed = route_chunk(s, &chunk);
-        let per_server = s
-            .servers
-            .iter()
-            .enumerate()
-            .map(|(i, _)| load_part(s, &clients[i], i, &routed, &chunk));
-        let results = futures_util::future::join_all(per_server).await;
-        let mut l = s.ledger.lock().unwrap();
-        let range = LineRange {
-            input: chunk.input.to_string(),
-            first: chunk.first_line,
-            last: chunk.first_line + chunk.lines.max(1) - 1,
-        };
-        let mut ok_servers = Vec::new();
-        let mut failed = None;
-        for (i, r) in results.into_iter().enumerate() {
-            match r {
-                Ok(counts) => {
-                    l.per_server[i].push(range.clone());
-                    if !counts.is_empty() {
-                        ok_servers.push(s.servers[i].label.clone());
-                    }
-                    for (d, sent, got) in counts {
-                        *l.per_dest.entry(d).or_default() += got;
-                        l.rows_loaded += got;
-                        l.rows_skipped += sent - got;
-                        Progress::add(&s.progress.rows_loaded, got);
-                        if let Some(c) = s.progress.worker_rows.get(w) {
-                            Progress::add(c, got);
-                        }
-                    }
-                }
-                Err(f) => {
-                    if f.in_doubt {
-                        l.in_doubt[i].push(range.clone());
-                    }
-                    if failed.is_none() {
-                        failed = Some(f);
-                    }
-                }
-            }
-        }
-        match failed {
-            None => {
-                l.chunks += 1;
-                l.bytes += chunk.data.len() as u64;
-                l.committed.push(range);
-            }
-            Some(f) => {
-                if !ok_servers.is_empty() {
-                    l.partial.push(format!(
-                        "{} lines {}-{}: committed on {} only",
-                        range.input,
-                        range.first,
-                        range.last,
-                        ok_servers.join(", ")
-                    ));
-                }
-                if l.failure.is_none() {
-                    l.failure = Some(f.error);
-                    l.failed_row = f.row;
-                }
-                drop(l);
-                rx.close();
-                break;
-            }
-        }
-    }
-    Ok(())
 }

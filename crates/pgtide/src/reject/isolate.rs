@@ -423,7 +423,7 @@ fn reject(
     Ok(())
 }
 
-fn reject_limit() -> Error {
+pub(crate) fn reject_limit() -> Error {
     Error::new(
         ErrorKind::RejectLimit,
         "stopped: more rows were rejected than --max-rejects allows",

@@ -7,7 +7,9 @@ use copyfmt::scan::{self, RecordSpan};
 
 use super::Shared;
 use crate::chunk::Chunk;
+use crate::failure::RowFailure;
 use crate::load::LineRange;
+use crate::reject::Reject;
 use crate::shard::Scratch;
 
 /// One chunk cut into per-destination buffers.
@@ -17,6 +19,9 @@ pub(super) struct Routed {
     pub records: Vec<Vec<u64>>,
     /// Every record of the chunk, in order.
     pub spans: Vec<RecordSpan>,
+    /// With `--rejects`: records whose line break does not fit the
+    /// input's style, refused here with the server's reason, never sent.
+    pub screened: Vec<Reject>,
 }
 
 pub(super) fn route_chunk(s: &Shared, chunk: &Chunk) -> Routed {
@@ -26,7 +31,17 @@ pub(super) fn route_chunk(s: &Shared, chunk: &Chunk) -> Routed {
     let mut spans = Vec::with_capacity(chunk.records as usize);
     let mut fields = Fields::new();
     let mut scratch = Scratch::default();
+    let mut screened = Vec::new();
     for span in scan::records_with(&s.dialect, chunk.eol, &chunk.data) {
+        let index = spans.len() as u64;
+        spans.push(span);
+        if let (Some(e), true) = (span.eol_error, s.isolate) {
+            screened.push(Reject {
+                at: RowFailure::line_ending(chunk, s.dialect.format, index, &span, e),
+                raw: chunk.data.slice(span.start..span.end),
+            });
+            continue;
+        }
         let rec = &chunk.data[span.start..span.end];
         let dest = if split_record(&s.dialect, &s.nulls, rec, &mut fields).is_err() {
             s.coordinator_dest
@@ -37,13 +52,13 @@ pub(super) fn route_chunk(s: &Shared, chunk: &Chunk) -> Routed {
             }
         };
         bufs[dest].extend_from_slice(rec);
-        records[dest].push(spans.len() as u64);
-        spans.push(span);
+        records[dest].push(index);
     }
     Routed {
         bufs,
         records,
         spans,
+        screened,
     }
 }
 

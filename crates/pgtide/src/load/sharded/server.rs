@@ -33,6 +33,9 @@ pub(super) struct PartFailed {
     /// The COMMIT was sent and not answered, and the server could not be
     /// asked afterwards: the part may be committed.
     pub in_doubt: bool,
+    /// The rows' fault (a row error of a COPY): with `--rejects`, the part
+    /// is done again with its bad rows isolated.
+    pub row_fault: bool,
 }
 
 impl From<Error> for PartFailed {
@@ -41,8 +44,16 @@ impl From<Error> for PartFailed {
             error,
             row: None,
             in_doubt: false,
+            row_fault: false,
         }
     }
+}
+
+/// What a server's part of a chunk did: rows per destination, and (with
+/// `--rejects`) the rows it refused, placed in the input.
+pub(super) struct Part {
+    pub counts: Counts,
+    pub rejects: Vec<crate::reject::Reject>,
 }
 
 /// Rows of one destination: (dest, rows sent, rows the server counted).
@@ -50,7 +61,7 @@ pub(super) type Counts = Vec<(usize, u64, u64)>;
 
 /// One chunk's rows for server `i`: one transaction, one COPY per
 /// destination with rows.
-pub(super) async fn load_part(
+pub(super) async fn first_attempt(
     s: &Shared,
     client: &Client,
     i: usize,
@@ -89,18 +100,32 @@ pub(super) async fn load_part(
         }
         counts.push((d, sent, got));
     }
+    commit_part(s, client, i, &txid, chunk, counts).await
+}
+
+/// COMMITs server `i`'s part; a lost answer is settled by `txid_status`.
+pub(super) async fn commit_part(
+    s: &Shared,
+    client: &Client,
+    i: usize,
+    txid: &str,
+    chunk: &Chunk,
+    counts: Counts,
+) -> std::result::Result<Counts, PartFailed> {
+    let label = &s.servers[i].label;
     if let Err(e) = client.batch_execute("COMMIT").await {
         let e = Error::from(e);
         if e.kind() != ErrorKind::ConnectionLost {
             return Err(part_error(e, label, chunk).into());
         }
-        return match committed(&s.servers[i].target, &txid).await {
+        return match committed(&s.servers[i].target, txid).await {
             Some(true) => Ok(counts),
             Some(false) => Err(part_error(e, label, chunk).into()),
             None => Err(PartFailed {
-                error: in_doubt(e, label, &txid, chunk),
+                error: in_doubt(e, label, txid, chunk),
                 row: None,
                 in_doubt: true,
+                row_fault: false,
             }),
         };
     }
@@ -109,7 +134,7 @@ pub(super) async fn load_part(
 
 /// Opens the transaction and returns its txid, to settle a COMMIT whose
 /// answer is lost.
-async fn begin(client: &Client) -> Result<String> {
+pub(super) async fn begin(client: &Client) -> Result<String> {
     let msgs = client
         .simple_query("BEGIN; SELECT pg_catalog.txid_current()::text")
         .await?;
@@ -226,9 +251,13 @@ fn refused(
             dest.label,
             db.message()
         );
-        return with_server_words(message, db, None).into();
+        return PartFailed {
+            row_fault: crate::error::classify(&e) == crate::error::Class::Row,
+            ..with_server_words(message, db, None).into()
+        };
     };
     let span = routed.spans[index as usize];
+    let row_fault = crate::error::classify(&e) == crate::error::Class::Row;
     let row = RowFailure::new(chunk, index, &span, &dest.relname, &e);
     let column = row
         .column
@@ -247,6 +276,7 @@ fn refused(
         error: with_server_words(message, db, Some(&preview)),
         row: Some(row),
         in_doubt: false,
+        row_fault,
     }
 }
 

@@ -1,0 +1,145 @@
+//! One worker of a sharded load: per chunk, route it, load each server's
+//! part at once (`rejects::load_part`), and record what each server
+//! committed, what the servers refused (`--rejects`) and the first
+//! failure.
+
+use async_channel::Receiver;
+use tokio_postgres::Client;
+
+use super::rejects::load_part;
+use super::route::route_chunk;
+use super::{unreachable, Shared};
+use crate::chunk::Chunk;
+use crate::error::Result;
+use crate::load::row_error::line_ending_error;
+use crate::load::LineRange;
+use crate::progress::Progress;
+use crate::reject::isolate::reject_limit;
+
+pub(super) async fn worker(
+    s: &Shared,
+    rx: Receiver<Chunk>,
+    w: usize,
+    clients: Option<Vec<Client>>,
+) -> Result<()> {
+    let clients = match clients {
+        Some(c) => c,
+        None => {
+            let mut c = Vec::new();
+            for srv in &s.servers {
+                c.push(
+                    srv.target
+                        .connect()
+                        .await
+                        .map_err(|e| unreachable(e, &srv.label))?,
+                );
+            }
+            c
+        }
+    };
+    while let Ok(chunk) = rx.recv().await {
+        if s.ledger.lock().unwrap().failure.is_some() {
+            break;
+        }
+        if chunk.eol_errors > 0 && !s.isolate {
+            // Never sent whole (a COPY that starts with such a record
+            // settles on the wrong line-ending style): stop as the main
+            // path does without --rejects.
+            if let Some((e, _)) = line_ending_error(&chunk, &s.dialect) {
+                s.ledger.lock().unwrap().failure.get_or_insert(e);
+            }
+            break;
+        }
+        let mut routed = route_chunk(s, &chunk);
+        // Rows refused on the client count against --max-rejects as the
+        // servers' do; past it, nothing of the chunk is sent.
+        let mut may_reject = s.may_reject();
+        if !routed.screened.iter().all(|_| may_reject()) {
+            s.ledger
+                .lock()
+                .unwrap()
+                .failure
+                .get_or_insert(reject_limit());
+            rx.close();
+            break;
+        }
+        let per_server = s
+            .servers
+            .iter()
+            .enumerate()
+            .map(|(i, _)| load_part(s, &clients[i], i, &routed, &chunk));
+        let results = futures_util::future::join_all(per_server).await;
+        let mut l = s.ledger.lock().unwrap();
+        let range = LineRange {
+            input: chunk.input.to_string(),
+            first: chunk.first_line,
+            last: chunk.first_line + chunk.lines.max(1) - 1,
+        };
+        let mut ok_servers = Vec::new();
+        let mut failed = None;
+        // Rows refused on the client (a misfit line ending) and by the
+        // servers whose part committed: in input order.
+        let mut rejects = std::mem::take(&mut routed.screened);
+        for (i, r) in results.into_iter().enumerate() {
+            match r {
+                Ok(part) => {
+                    l.per_server[i].push(range.clone());
+                    if !part.counts.is_empty() {
+                        ok_servers.push(s.servers[i].label.clone());
+                    }
+                    rejects.extend(part.rejects);
+                    for (d, sent, got) in part.counts {
+                        *l.per_dest.entry(d).or_default() += got;
+                        l.rows_loaded += got;
+                        l.rows_skipped += sent - got;
+                        Progress::add(&s.progress.rows_loaded, got);
+                        if let Some(c) = s.progress.worker_rows.get(w) {
+                            Progress::add(c, got);
+                        }
+                    }
+                }
+                Err(f) => {
+                    if f.in_doubt {
+                        l.in_doubt[i].push(range.clone());
+                    }
+                    if failed.is_none() {
+                        failed = Some(f);
+                    }
+                }
+            }
+        }
+        rejects.sort_by_key(|r| r.at.record);
+        l.rejected += rejects.len() as u64;
+        if let Some(file) = s.rejects.lock().unwrap().as_mut() {
+            if let Err(e) = file.submit(chunk.seq, rejects) {
+                failed.get_or_insert(e.into());
+            }
+        }
+        match failed {
+            None => {
+                l.chunks += 1;
+                l.bytes += chunk.data.len() as u64;
+                l.committed.push(range);
+            }
+            Some(f) => {
+                if !ok_servers.is_empty() {
+                    l.partial.push(format!(
+                        "{} lines {}-{}: committed on {} only",
+                        range.input,
+                        range.first,
+                        range.last,
+                        ok_servers.join(", ")
+                    ));
+                }
+                if l.failure.is_none() {
+                    l.failure = Some(f.error);
+                    l.failed_row = f.row;
+                }
+                drop(l);
+                rx.close();
+                break;
+            }
+        }
+    }
+    Ok(())
+}
