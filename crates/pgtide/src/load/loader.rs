@@ -23,6 +23,9 @@
 //! text and go through the column type's input function (or, for `binary`,
 //! through an encoder that only encodes what it can prove equal).
 
+mod lenient;
+mod staging;
+
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -45,7 +48,6 @@ use crate::batch::{tx_start, TxStart, BEGIN_SQL};
 pub use crate::batch::{Batch, BatchError};
 use crate::copyopts::CopyFormat;
 use crate::error::{Error, Result};
-use crate::failure::first_number;
 
 impl LoaderSpec {
     /// Checks the method against the options and the server, on `client`
@@ -487,108 +489,6 @@ impl Loader {
         self.mark.take()
     }
 
-    /// The method's statements; with `--on-conflict`, into the staging
-    /// table (unless [`Loader::stage`] put this batch there already), then
-    /// the merge.
-    async fn run_method(&mut self, batch: &Batch) -> Result<u64, BatchError> {
-        let Some(upsert) = self.spec.upsert.clone() else {
-            return self.send_rows(batch).await;
-        };
-        self.merged_now = Merged::default();
-        let staged = self
-            .staged
-            .take()
-            .is_some_and(|s| same_bytes(&s, &batch.data));
-        let rows = if staged {
-            batch.records
-        } else {
-            self.client
-                .batch_execute(&upsert.truncate_sql)
-                .await
-                .map_err(BatchError::plain)?;
-            self.send_rows(batch).await?
-        };
-        let row = self
-            .client
-            .query_one(upsert.merge_sql.as_str(), &[])
-            .await
-            .map_err(BatchError::plain)?;
-        self.merged_now = super::upsert::merged(&row);
-        Ok(rows)
-    }
-
-    /// The records of `chunk` (which failed) that the server will refuse,
-    /// as far as the client can tell (`load/screen.rs`); empty when it
-    /// cannot tell.
-    pub async fn screen(&mut self, chunk: &crate::chunk::Chunk) -> Vec<usize> {
-        let spec = self.spec.clone();
-        if self.state.encoders.is_none() {
-            let Ok(e) = binary::encoders(&self.client, &spec.setup).await else {
-                return Vec::new();
-            };
-            self.state.encoders = Some(e.map(Arc::new));
-        }
-        let encoders = self.state.encoders.clone().flatten();
-        super::screen::suspects(&spec, encoders.as_deref().map(|e| e.as_slice()), chunk)
-    }
-
-    /// `--on-conflict`: COPYs `batch` into the staging table in a
-    /// transaction of its own (nothing to make durable: the table is
-    /// temporary), so that it is ready when the batch's turn to merge
-    /// comes (`load/order.rs`). A failed COPY is reported as `load` would
-    /// report it; the batch's `load` then COPYs again in its transaction.
-    pub async fn stage(&mut self, batch: &Batch) -> Result<(), BatchError> {
-        let Some(upsert) = self.spec.upsert.clone() else {
-            return Ok(());
-        };
-        self.staged = None;
-        self.ensure_stage().await?;
-        let open = format!(
-            "BEGIN; SET LOCAL synchronous_commit = off; {}",
-            upsert.truncate_sql
-        );
-        self.client
-            .batch_execute(&open)
-            .await
-            .map_err(BatchError::plain)?;
-        match self.send_rows(batch).await {
-            Ok(rows) => {
-                self.client
-                    .batch_execute("COMMIT")
-                    .await
-                    .map_err(BatchError::plain)?;
-                // A count that differs is left to the batch's own
-                // transaction, which checks it (`check_count`).
-                if rows == batch.records {
-                    self.staged = Some(batch.data.clone());
-                }
-                Ok(())
-            }
-            Err(e) => {
-                if !rollback_in_step(&self.client).await {
-                    self.discard();
-                }
-                Err(e)
-            }
-        }
-    }
-
-    /// `--on-conflict`: creates the session's staging table, outside any
-    /// transaction (one that rolled back would take the table with it).
-    async fn ensure_stage(&mut self) -> Result<(), BatchError> {
-        let Some(upsert) = self.spec.upsert.clone() else {
-            return Ok(());
-        };
-        if !self.stage_ready {
-            self.client
-                .batch_execute(&upsert.create_sql)
-                .await
-                .map_err(BatchError::plain)?;
-            self.stage_ready = true;
-        }
-        Ok(())
-    }
-
     /// The rows of `batch`, sent by the method.
     async fn send_rows(&mut self, batch: &Batch) -> Result<u64, BatchError> {
         let spec = self.spec.clone();
@@ -646,64 +546,4 @@ impl Loader {
             .await
             .map_err(|e| copy_error(s, &batch.data, e))
     }
-
-    /// COPY with `ON_ERROR ignore, LOG_VERBOSITY verbose` (PostgreSQL 17+):
-    /// rows with bad values are skipped by the server in one pass, and each
-    /// skip is told in a NOTICE naming its line. Those rows are left for
-    /// the caller to reject (with the reason a plain COPY of the row gives).
-    /// If the notices do not account for every skipped row, the COPY is
-    /// undone (savepoint) and run plainly, so nothing can vanish.
-    async fn copy_lenient(&mut self, sql: &str, batch: &Batch) -> Result<u64, BatchError> {
-        if let Some(n) = self.notices.as_mut() {
-            while n.try_recv().is_ok() {}
-        }
-        self.client
-            .batch_execute("SAVEPOINT pgtide_lenient")
-            .await
-            .map_err(BatchError::plain)?;
-        let rows = self.copy_with(sql, batch).await?;
-        if rows == batch.records {
-            return Ok(rows);
-        }
-        let mut skipped = Vec::new();
-        if let Some(n) = self.notices.as_mut() {
-            while let Ok(notice) = n.try_recv() {
-                if !is_skip_notice(notice.routine()) {
-                    continue;
-                }
-                // "skipping row ... at line N for column ...": the column
-                // name and value come after N, in every translation.
-                let line = first_number(notice.message()).map(|(n, _)| n);
-                if let Some(i) =
-                    line.and_then(|l| record_at_line(&self.spec.dialect, &batch.data, l))
-                {
-                    skipped.push(i);
-                }
-            }
-        }
-        skipped.sort_unstable();
-        skipped.dedup();
-        if skipped.len() as u64 == batch.records - rows {
-            self.skipped = skipped;
-            return Ok(rows);
-        }
-        self.client
-            .batch_execute("ROLLBACK TO SAVEPOINT pgtide_lenient")
-            .await
-            .map_err(BatchError::plain)?;
-        let plain = self.spec.copy_sql.clone();
-        self.copy_with(&plain, batch).await
-    }
-}
-
-/// The same bytes, by identity: a batch is a slice of its chunk.
-fn same_bytes(a: &Bytes, b: &Bytes) -> bool {
-    a.as_ptr() == b.as_ptr() && a.len() == b.len()
-}
-
-/// Whether a NOTICE with this routine is ON_ERROR's "skipping row ...":
-/// raised by `NextCopyFrom` up to PostgreSQL 17 and by
-/// `CopyFromTextLikeOneRow` from 18 on (the per-format row routines).
-fn is_skip_notice(routine: Option<&str>) -> bool {
-    matches!(routine, Some("NextCopyFrom" | "CopyFromTextLikeOneRow"))
 }

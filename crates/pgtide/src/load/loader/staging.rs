@@ -1,0 +1,120 @@
+//! The loader's `--on-conflict` work (`load/upsert.rs` says why): rows
+//! COPYed into the session's staging table, ahead of their turn or inside
+//! the batch's transaction, then merged; and screening a failed chunk
+//! (`load/screen.rs`) with the session's encoders.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{binary, rollback_in_step, Batch, BatchError, Loader};
+use crate::load::upsert::Merged;
+
+impl Loader {
+    /// The method's statements; with `--on-conflict`, into the staging
+    /// table (unless [`Loader::stage`] put this batch there already), then
+    /// the merge.
+    pub(super) async fn run_method(&mut self, batch: &Batch) -> Result<u64, BatchError> {
+        let Some(upsert) = self.spec.upsert.clone() else {
+            return self.send_rows(batch).await;
+        };
+        self.merged_now = Merged::default();
+        let staged = self
+            .staged
+            .take()
+            .is_some_and(|s| same_bytes(&s, &batch.data));
+        let rows = if staged {
+            batch.records
+        } else {
+            self.client
+                .batch_execute(&upsert.truncate_sql)
+                .await
+                .map_err(BatchError::plain)?;
+            self.send_rows(batch).await?
+        };
+        let row = self
+            .client
+            .query_one(upsert.merge_sql.as_str(), &[])
+            .await
+            .map_err(BatchError::plain)?;
+        self.merged_now = crate::load::upsert::merged(&row);
+        Ok(rows)
+    }
+
+    /// The records of `chunk` (which failed) that the server will refuse,
+    /// as far as the client can tell (`load/screen.rs`); empty when it
+    /// cannot tell.
+    pub async fn screen(&mut self, chunk: &crate::chunk::Chunk) -> Vec<usize> {
+        let spec = self.spec.clone();
+        if self.state.encoders.is_none() {
+            let Ok(e) = binary::encoders(&self.client, &spec.setup).await else {
+                return Vec::new();
+            };
+            self.state.encoders = Some(e.map(Arc::new));
+        }
+        let encoders = self.state.encoders.clone().flatten();
+        crate::load::screen::suspects(&spec, encoders.as_deref().map(|e| e.as_slice()), chunk)
+    }
+
+    /// `--on-conflict`: COPYs `batch` into the staging table in a
+    /// transaction of its own (nothing to make durable: the table is
+    /// temporary), so that it is ready when the batch's turn to merge
+    /// comes (`load/order.rs`). A failed COPY is reported as `load` would
+    /// report it; the batch's `load` then COPYs again in its transaction.
+    pub async fn stage(&mut self, batch: &Batch) -> Result<(), BatchError> {
+        let Some(upsert) = self.spec.upsert.clone() else {
+            return Ok(());
+        };
+        self.staged = None;
+        self.ensure_stage().await?;
+        let open = format!(
+            "BEGIN; SET LOCAL synchronous_commit = off; {}",
+            upsert.truncate_sql
+        );
+        self.client
+            .batch_execute(&open)
+            .await
+            .map_err(BatchError::plain)?;
+        match self.send_rows(batch).await {
+            Ok(rows) => {
+                self.client
+                    .batch_execute("COMMIT")
+                    .await
+                    .map_err(BatchError::plain)?;
+                // A count that differs is left to the batch's own
+                // transaction, which checks it (`check_count`).
+                if rows == batch.records {
+                    self.staged = Some(batch.data.clone());
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if !rollback_in_step(&self.client).await {
+                    self.discard();
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// `--on-conflict`: creates the session's staging table, outside any
+    /// transaction (one that rolled back would take the table with it).
+    pub(super) async fn ensure_stage(&mut self) -> Result<(), BatchError> {
+        let Some(upsert) = self.spec.upsert.clone() else {
+            return Ok(());
+        };
+        if !self.stage_ready {
+            self.client
+                .batch_execute(&upsert.create_sql)
+                .await
+                .map_err(BatchError::plain)?;
+            self.stage_ready = true;
+        }
+        Ok(())
+    }
+}
+
+/// The same bytes, by identity: a batch is a slice of its chunk.
+fn same_bytes(a: &Bytes, b: &Bytes) -> bool {
+    a.as_ptr() == b.as_ptr() && a.len() == b.len()
+}
