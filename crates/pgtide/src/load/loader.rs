@@ -23,6 +23,7 @@
 //! text and go through the column type's input function (or, for `binary`,
 //! through an encoder that only encodes what it can prove equal).
 
+mod attempts;
 mod lenient;
 mod staging;
 
@@ -39,7 +40,6 @@ use super::invariants::check_count;
 use super::ledger;
 use super::spec::copy_error;
 pub use super::spec::{record_at_line, LoaderSpec, Method, MethodSetup};
-use super::step::in_step_after;
 pub(super) use super::step::rollback_in_step;
 use super::upsert::Merged;
 use super::values;
@@ -154,6 +154,8 @@ pub struct Loader {
     /// What the attempts of an open transaction ([`Loader::attempt`])
     /// will add to the counts above if it commits.
     pending: Pending,
+    /// The savepoint the last attempt on the wire left open.
+    open: attempts::Open,
     /// The connection's stream for `pipeline`'s protocol path
     /// (`load/wire.rs`); without it, `pipeline` goes through tokio-postgres.
     wire: Option<crate::conn::Wire>,
@@ -205,6 +207,7 @@ impl Loader {
             bug: None,
             mark: None,
             pending: Pending::default(),
+            open: attempts::Open::default(),
             wire: None,
             stage_ready: false,
             staged: None,
@@ -311,104 +314,6 @@ impl Loader {
                 }
                 Err(e)
             }
-        }
-    }
-
-    /// Opens one transaction for many attempts (isolation in one
-    /// transaction, see [`Loader::attempt`]); returns its id, which
-    /// settles a `COMMIT` that gets no answer.
-    pub async fn begin(&mut self) -> Result<Option<TxStart>, BatchError> {
-        self.in_doubt = None;
-        self.pending = Pending::default();
-        self.ensure_stage().await?;
-        let messages = self
-            .client
-            .simple_query(BEGIN_SQL)
-            .await
-            .map_err(BatchError::plain)?;
-        Ok(tx_start(&messages))
-    }
-
-    /// Loads `batch` inside the transaction [`Loader::begin`] opened, under
-    /// a savepoint: a batch that fails is rolled back to it and the
-    /// transaction goes on, so that isolating bad rows costs a savepoint
-    /// per attempt instead of a commit (and its WAL flush). A connection
-    /// that cannot be proven in step after the rollback is discarded, and
-    /// the error then reads as a broken connection.
-    pub async fn attempt(&mut self, batch: &Batch) -> Result<u64, BatchError> {
-        self.skipped.clear();
-        self.client
-            .batch_execute("SAVEPOINT pgtide_attempt")
-            .await
-            .map_err(BatchError::plain)?;
-        match self.run(batch).await {
-            Ok(rows) => {
-                let on_error = self.skipped.len() as u64;
-                match check_count(batch.records, rows, on_error, self.spec.table_may_skip) {
-                    Ok(n) => self.pending.skipped_by_table += n,
-                    Err(bug) => self.pending.bug = self.pending.bug.take().or(Some(bug)),
-                }
-                self.pending
-                    .merged
-                    .add(std::mem::take(&mut self.merged_now));
-                self.client
-                    .batch_execute("RELEASE SAVEPOINT pgtide_attempt")
-                    .await
-                    .map_err(BatchError::plain)?;
-                Ok(rows)
-            }
-            Err(e) => {
-                if !in_step_after(&self.client, "ROLLBACK TO SAVEPOINT pgtide_attempt").await {
-                    self.discard();
-                    if let Err(closed) = self.client.batch_execute("SELECT 1").await {
-                        return Err(BatchError::plain(closed));
-                    }
-                }
-                Err(e)
-            }
-        }
-    }
-
-    /// Commits the transaction of [`Loader::begin`]: `Ok(true)` committed,
-    /// `Ok(false)` certainly not (the server refused it, e.g. a deferred
-    /// constraint), `Err` when the answer was lost with the connection
-    /// (see [`Loader::in_doubt`]: its `xid` settles it).
-    pub async fn commit_attempts(&mut self, xid: Option<TxStart>) -> Result<bool, BatchError> {
-        let pending = std::mem::take(&mut self.pending);
-        match self.client.batch_execute("COMMIT").await {
-            Ok(()) => {
-                self.skipped_by_table += pending.skipped_by_table;
-                self.bug = self.bug.take().or(pending.bug);
-                self.merged.add(pending.merged);
-                Ok(true)
-            }
-            Err(error) if crate::error::classify(&error) == crate::error::Class::Connection => {
-                self.in_doubt = xid.map(|tx| InDoubt {
-                    tx,
-                    rows: 0,
-                    skipped_by_table: pending.skipped_by_table,
-                    merged: pending.merged,
-                });
-                Err(BatchError {
-                    record: None,
-                    commit_unknown: true,
-                    error,
-                })
-            }
-            Err(_) => {
-                if !rollback_in_step(&self.client).await {
-                    self.discard();
-                }
-                Ok(false)
-            }
-        }
-    }
-
-    /// Ends the transaction of [`Loader::begin`] without keeping anything.
-    pub async fn rollback_attempts(&mut self) {
-        self.pending = Pending::default();
-        if !rollback_in_step(&self.client).await {
-            self.discard();
         }
     }
 

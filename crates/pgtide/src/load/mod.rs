@@ -42,6 +42,7 @@ mod step;
 pub mod upsert;
 mod values;
 mod wire;
+mod wire_copy;
 mod worker;
 
 use std::sync::Arc;

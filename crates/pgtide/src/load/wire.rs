@@ -39,7 +39,7 @@ use copyfmt::scan;
 use postgres_protocol::message::backend::Message;
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_postgres::Client;
 
 use super::insert::{copy_one, statement_sql};
@@ -64,7 +64,7 @@ const STATEMENT: &str = "pgtide_pipeline";
 pub struct Prepared(bool);
 
 /// What went wrong in a window.
-enum Failed {
+pub(super) enum Failed {
     /// The server refused `record` (`None`: the Parse, no row): its
     /// ErrorResponse, whole.
     Server {
@@ -220,24 +220,8 @@ async fn window(
     let mut rows = 0u64;
     let mut error: Option<Failed> = None;
     loop {
-        let (message, frame) = loop {
-            if input.len() >= 5 {
-                let len = u32::from_be_bytes([input[1], input[2], input[3], input[4]]) as usize;
-                if input.len() > len {
-                    let mut frame = input.split_to(len + 1);
-                    // An error is kept whole, to be replayed (`deliver`).
-                    let whole = (frame[0] == b'E').then(|| frame.clone());
-                    match Message::parse(&mut frame) {
-                        Ok(Some(m)) => break (m, whole),
-                        _ => return Err(broken(parsed)),
-                    }
-                }
-            }
-            input.reserve(8192);
-            match raw.read_buf(input).await {
-                Ok(0) | Err(_) => return Err(broken(parsed)),
-                Ok(_) => {}
-            }
+        let Some((message, frame)) = next_message(raw, input).await else {
+            return Err(broken(parsed));
         };
         let stale = std::mem::take(&mut fresh);
         match message {
@@ -279,7 +263,7 @@ async fn window(
 /// server error is replayed to tokio-postgres (which parses it into a
 /// `DbError`); anything else closes the client, whose next request then
 /// fails as a closed connection.
-async fn deliver(client: &Client, wire: &Wire, failed: Failed) -> BatchError {
+pub(super) async fn deliver(client: &Client, wire: &Wire, failed: Failed) -> BatchError {
     match failed {
         Failed::Server {
             record,
@@ -306,10 +290,37 @@ async fn deliver(client: &Client, wire: &Wire, failed: Failed) -> BatchError {
 
 /// Ends the connection (it may be out of step) and returns the error the
 /// client's next request gets.
-async fn closed(client: &Client, wire: &Wire) -> BatchError {
+pub(super) async fn closed(client: &Client, wire: &Wire) -> BatchError {
     wire.kill();
     match client.batch_execute("").await {
         Err(error) => BatchError::plain(error),
         Ok(()) => unreachable!("a killed stream answers nothing"),
+    }
+}
+
+/// The next backend message from `rd`, read into `input` as needed, with
+/// its frame kept whole when it is an ErrorResponse (to be replayed, see
+/// [`deliver`]). `None`: the socket broke or the message is malformed.
+pub(super) async fn next_message<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    input: &mut BytesMut,
+) -> Option<(Message, Option<BytesMut>)> {
+    loop {
+        if input.len() >= 5 {
+            let len = u32::from_be_bytes([input[1], input[2], input[3], input[4]]) as usize;
+            if input.len() > len {
+                let mut frame = input.split_to(len + 1);
+                let whole = (frame[0] == b'E').then(|| frame.clone());
+                return match Message::parse(&mut frame) {
+                    Ok(Some(m)) => Some((m, whole)),
+                    _ => None,
+                };
+            }
+        }
+        input.reserve(8192);
+        match rd.read_buf(input).await {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {}
+        }
     }
 }

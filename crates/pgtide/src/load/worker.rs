@@ -407,6 +407,20 @@ impl Resilient for Session<'_> {
         self.loader.attempt(batch)
     }
 
+    fn attempts(
+        &mut self,
+        batches: &[Batch],
+    ) -> impl Future<Output = Vec<Result<u64, BatchError>>> + Send {
+        self.loader.attempts(batches)
+    }
+
+    fn probe(
+        &mut self,
+        batches: &[Batch],
+    ) -> impl Future<Output = Option<Result<Vec<Option<BatchError>>, BatchError>>> + Send {
+        self.loader.probe(batches)
+    }
+
     async fn commit(&mut self, xid: Option<crate::batch::TxStart>) -> Result<bool, BatchError> {
         let e = match self.loader.commit_attempts(xid).await {
             Ok(committed) => return Ok(committed),

@@ -39,11 +39,19 @@ use crate::failure::RowFailure;
 /// round trips cost more than resending a few rows.
 const MIN_WINDOW: usize = 64;
 
+/// Ranges sent in one round trip ([`Resilient::attempts`]), after the
+/// first: at most this many, of at most [`AHEAD_BYTES`] together. When a
+/// range fails, the ones behind it were sent for nothing (the server
+/// drops them), so the bytes bound what a bad row costs the wire.
+const AHEAD: usize = 64;
+/// See [`AHEAD`].
+const AHEAD_BYTES: usize = 256 * 1024;
+
 /// How isolation sends a range: through a loader that reconnects and
 /// retries as the main path does (the worker's `Session`), so that a
 /// server restart or a deadlock while bad rows are isolated neither stops
 /// the load nor loads a row twice.
-pub trait Resilient {
+pub trait Resilient: Send {
     /// How the input's records are read (to find them in a chunk).
     fn dialect(&self) -> &Dialect;
     /// The relation name as the server prints it in error contexts.
@@ -60,6 +68,38 @@ pub trait Resilient {
     /// batch leaves the transaction usable. No retry here: anything that
     /// is not the rows' fault ends the transaction's pass.
     fn attempt(&mut self, batch: &Batch) -> impl Future<Output = Result<u64, BatchError>> + Send;
+    /// [`Resilient::attempt`] for `batches` in order: the results of the
+    /// first ones (at least one; a failure is always the last result), the
+    /// batches after them were not run. A loader that can sends them all
+    /// in one round trip.
+    fn attempts(
+        &mut self,
+        batches: &[Batch],
+    ) -> impl Future<Output = Vec<Result<u64, BatchError>>> + Send {
+        async move {
+            let mut out = Vec::with_capacity(batches.len());
+            for b in batches {
+                let r = self.attempt(b).await;
+                let failed = r.is_err();
+                out.push(r);
+                if failed {
+                    break;
+                }
+            }
+            out
+        }
+    }
+    /// Tries each of `batches` alone inside the open transaction and undoes
+    /// it: for each, the server's error, or `None` when it loads on its
+    /// own. `None` when the loader cannot do it in one round trip (then
+    /// isolation sends them as ranges).
+    fn probe(
+        &mut self,
+        batches: &[Batch],
+    ) -> impl Future<Output = Option<Result<Vec<Option<BatchError>>, BatchError>>> + Send {
+        let _ = batches;
+        std::future::ready(None)
+    }
     /// Commits the open transaction: `Ok(true)` committed, `Ok(false)`
     /// certainly not; `Err` when nobody can tell (a COMMIT whose answer
     /// was lost and whose transaction the server cannot place).
@@ -259,11 +299,41 @@ async fn run(
             queue.push_back((from, n, None));
         }
         Start::Suspects(suspects) => {
+            let suspects: Vec<usize> = suspects.into_iter().filter(|&i| i < n).collect();
+            let probed = match mode {
+                Mode::OneTransaction => {
+                    let singles: Vec<Batch> = suspects
+                        .iter()
+                        .map(|&i| batch(chunk, &spans, i, i + 1))
+                        .collect();
+                    loader.probe(&singles).await
+                }
+                Mode::PerRange => None,
+            };
             let mut from = 0;
-            for i in suspects.into_iter().filter(|&i| i < n) {
-                queue.push_back((from, i, None));
-                queue.push_back((i, i + 1, None));
-                from = i + 1;
+            match probed {
+                // Each suspect was tried alone (and undone): the ones the
+                // server refuses are rejected with its reason; the others
+                // load with the rows around them, in input order.
+                Some(Ok(verdicts)) => {
+                    for (&i, verdict) in suspects.iter().zip(verdicts) {
+                        let Some(e) = verdict else { continue };
+                        if classify(&e.error) != Class::Row {
+                            return Err(stop_error(&site, i, e));
+                        }
+                        queue.push_back((from, i, None));
+                        reject(out, &site, i, site.failure(i, &e), &mut may_reject)?;
+                        from = i + 1;
+                    }
+                }
+                Some(Err(e)) => return Err(stop_error(&site, 0, e)),
+                None => {
+                    for i in suspects {
+                        queue.push_back((from, i, None));
+                        queue.push_back((i, i + 1, None));
+                        from = i + 1;
+                    }
+                }
             }
             queue.push_back((from, n, None));
         }
@@ -272,19 +342,68 @@ async fn run(
         if lo >= hi {
             continue;
         }
-        let result = match (known, mode) {
-            (Some(e), _) => Err(e),
-            (None, Mode::PerRange) => loader.load(&batch(chunk, &spans, lo, hi)).await,
-            (None, Mode::OneTransaction) => loader.attempt(&batch(chunk, &spans, lo, hi)).await,
-        };
-        let e = match result {
-            Ok(rows) => {
-                out.loaded += rows;
-                let skipped = loader.take_skipped();
-                site.settled_around(lo, hi, &skipped, out, &mut queue);
-                continue;
+        let (lo, hi, e) = match (known, mode) {
+            (Some(e), _) => (lo, hi, e),
+            (None, Mode::PerRange) => match loader.load(&batch(chunk, &spans, lo, hi)).await {
+                Ok(rows) => {
+                    out.loaded += rows;
+                    let skipped = loader.take_skipped();
+                    site.settled_around(lo, hi, &skipped, out, &mut queue);
+                    continue;
+                }
+                Err(e) => (lo, hi, e),
+            },
+            // This range and the ones queued right after it, in one round
+            // trip where the loader can.
+            (None, Mode::OneTransaction) => {
+                let mut ranges = vec![(lo, hi)];
+                let mut bytes = 0;
+                while ranges.len() < AHEAD {
+                    match queue.front() {
+                        Some(&(l, h, None)) if l >= h => {
+                            queue.pop_front();
+                        }
+                        Some(&(l, h, None)) if bytes + site.bytes(l, h) <= AHEAD_BYTES => {
+                            queue.pop_front();
+                            bytes += site.bytes(l, h);
+                            ranges.push((l, h));
+                        }
+                        _ => break,
+                    }
+                }
+                let batches: Vec<Batch> = ranges
+                    .iter()
+                    .map(|&(l, h)| batch(chunk, &spans, l, h))
+                    .collect();
+                let results = loader.attempts(&batches).await;
+                if results.is_empty() || results.len() > ranges.len() {
+                    return Err(Error::bug("isolation: attempts answered no range"));
+                }
+                // What was not run goes back first: what the ranges that
+                // ran queue (their skipped rows, a failure's pieces) comes
+                // before it, in input order.
+                for &(l, h) in ranges[results.len()..].iter().rev() {
+                    queue.push_front((l, h, None));
+                }
+                let mut failed = None;
+                for (&(l, h), result) in ranges.iter().zip(results) {
+                    match result {
+                        Ok(rows) => {
+                            out.loaded += rows;
+                            let skipped = loader.take_skipped();
+                            site.settled_around(l, h, &skipped, out, &mut queue);
+                        }
+                        Err(e) => {
+                            failed = Some((l, h, e));
+                            break;
+                        }
+                    }
+                }
+                match failed {
+                    Some(f) => f,
+                    None => continue,
+                }
             }
-            Err(e) => e,
         };
         if classify(&e.error) != Class::Row {
             return Err(stop_error(&site, lo, e));
@@ -391,6 +510,11 @@ impl Site<'_> {
             self.relname,
             &e.error,
         )
+    }
+
+    /// Bytes of records `lo..hi`.
+    fn bytes(&self, lo: usize, hi: usize) -> usize {
+        self.spans[hi - 1].end - self.spans[lo].start
     }
 
     /// First and last input line of records `lo..hi`.
