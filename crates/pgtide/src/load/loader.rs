@@ -369,6 +369,25 @@ impl Loader {
         }
     }
 
+    /// Loads `batch` inside a transaction the caller opened and ends
+    /// (`--single-transaction`, `load/single.rs`), without a savepoint:
+    /// `COPY .. FREEZE` must run in the very (sub)transaction that
+    /// truncated or created the table. Its counts wait for
+    /// [`Loader::commit_attempts`]; after an error the caller rolls back.
+    pub async fn within(&mut self, batch: &Batch) -> Result<u64, BatchError> {
+        self.skipped.clear();
+        self.ensure_stage().await?;
+        let rows = self.run(batch).await?;
+        match check_count(batch.records, rows, 0, self.spec.table_may_skip) {
+            Ok(n) => self.pending.skipped_by_table += n,
+            Err(bug) => self.pending.bug = self.pending.bug.take().or(Some(bug)),
+        }
+        self.pending
+            .merged
+            .add(std::mem::take(&mut self.merged_now));
+        Ok(rows)
+    }
+
     /// Commits the transaction of [`Loader::begin`]: `Ok(true)` committed,
     /// `Ok(false)` certainly not (the server refused it, e.g. a deferred
     /// constraint), `Err` when the answer was lost with the connection
