@@ -298,3 +298,68 @@ async fn create_in_the_transaction_freezes_and_a_failure_leaves_no_table() {
         .get(0);
     assert!(!exists, "the CREATE TABLE went with the rollback");
 }
+
+#[tokio::test]
+async fn a_deferred_constraint_is_checked_before_commit_and_rolls_back() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute(
+            "CREATE TABLE dk (id int, s text,
+                 CONSTRAINT dk_s UNIQUE (s) DEFERRABLE INITIALLY DEFERRED);
+             INSERT INTO dk VALUES (0, 'before');",
+        )
+        .await
+        .unwrap();
+    let mut data = rows(1, 3000);
+    data.extend_from_slice(b"9999,v1\n");
+    let mut o = options(&db, &data, "dk");
+    o.truncate = true;
+    let r = run(&db, &o).await;
+    let e = r.failure.expect("the deferred check fails at the end");
+    assert_eq!(e.sqlstate(), Some("23505"), "{e}");
+    assert!(e.hint().unwrap().contains("nothing was committed"), "{e}");
+    assert_eq!(r.rows_loaded, 0);
+    assert_eq!(count(&db, "dk").await, 1, "not truncated");
+}
+
+#[tokio::test]
+async fn on_conflict_merges_in_the_one_transaction() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute(
+            "CREATE TABLE up (id int PRIMARY KEY, s text);
+             INSERT INTO up SELECT g, 'old' FROM generate_series(1, 1000) g;",
+        )
+        .await
+        .unwrap();
+    // Ids 501..2500: half update, half insert, across many chunks.
+    let mut o = options(&db, &rows(501, 2000), "up");
+    o.on_conflict = Some(load::upsert::OnConflict::Update);
+    let r = run(&db, &o).await;
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    let u = r.upsert.as_ref().unwrap();
+    assert_eq!((u.inserted, u.updated), (1500, 500));
+    assert!(!r.freeze.used);
+    assert!(r
+        .freeze
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("--on-conflict"));
+    assert_eq!(count(&db, "up").await, 2500);
+    // A bad row at the end: no merge of any chunk stays.
+    let mut data = rows(1, 3000);
+    data.extend_from_slice(b"x,y\n");
+    let mut o = options(&db, &data, "up");
+    o.on_conflict = Some(load::upsert::OnConflict::Update);
+    let r = run(&db, &o).await;
+    assert!(r.failure.is_some());
+    let old: i64 = db
+        .client
+        .query_one("SELECT count(*) FROM up WHERE s = 'old'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(old, 500, "ids 1..500 still old");
+    assert_eq!(count(&db, "up").await, 2500);
+}

@@ -269,8 +269,9 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
     let mut on_client = false;
     if table.kind == 'p' {
         let routed = match sharded::plan(target, opts, table, &columns).await? {
-            _ if opts.resume.is_some() || opts.on_conflict.is_some() => {
-                "through the parent table (--resume and --on-conflict are not routed on the client)"
+            _ if opts.resume.is_some() || opts.on_conflict.is_some() || opts.single_transaction => {
+                "through the parent table (--resume, --on-conflict and --single-transaction are \
+                 not routed on the client)"
                     .to_owned()
             }
             Ok(plan) => {

@@ -79,12 +79,15 @@ pub(super) fn freeze(
                 .to_owned(),
         );
     }
-    if !fresh {
-        return Err(
-            "COPY FREEZE needs a table emptied or made by the load's transaction: add \
-             --truncate (or --create a new table)"
-                .to_owned(),
-        );
+    if opts.on_conflict.is_some() {
+        return Err("--on-conflict merges rows by INSERT .. ON CONFLICT, not by COPY".to_owned());
+    }
+    if method != Method::Copy {
+        return Err(format!(
+            "--method {} does not send the rows by the load's own COPY (FREEZE is used with \
+             --method copy)",
+            method.name()
+        ));
     }
     match table.kind {
         'r' => {}
@@ -102,15 +105,12 @@ pub(super) fn freeze(
         }
         _ => return Err(format!("{} is not a plain table", table.name)),
     }
-    if opts.on_conflict.is_some() {
-        return Err("--on-conflict merges rows by INSERT .. ON CONFLICT, not by COPY".to_owned());
-    }
-    if method != Method::Copy {
-        return Err(format!(
-            "--method {} does not send the rows by the load's own COPY (FREEZE is used with \
-             --method copy)",
-            method.name()
-        ));
+    if !fresh {
+        return Err(
+            "COPY FREEZE needs a table emptied or made by the load's transaction: add \
+             --truncate (or --create a new table)"
+                .to_owned(),
+        );
     }
     Ok(())
 }
