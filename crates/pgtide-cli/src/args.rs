@@ -417,6 +417,8 @@ Commit model:
   whatever the number of workers. If a chunk fails, no new chunk starts,
   chunks already running finish, and the summary lists exactly which input
   line ranges are done. Reload the rest, or start over with --truncate.
+  --single-transaction instead makes the whole load one transaction on one
+  connection: all rows or none (see Fast paths below).
   With --rejects, a chunk with bad rows is retried in parts until every
   good row is committed and every bad row is in the reject file: rows read
   = rows loaded + rows rejected, checked and printed at the end.

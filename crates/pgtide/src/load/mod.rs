@@ -15,6 +15,8 @@
 //! running finish (and commit), and the report lists exactly which input
 //! line ranges were committed. A failed load can therefore be resumed by
 //! loading the lines that are not listed, or redone with `--truncate`.
+//! `--single-transaction` (`load/single.rs`) is the exception: one connection,
+//! one transaction for every chunk, committed at the end or not at all.
 //! Memory is bounded by `(workers + 2) x chunk size` whatever the input size
 //! (measured: 41 MB peak RSS loading 1.25 GB with 4 workers).
 
@@ -129,7 +131,7 @@ pub struct LoadOptions {
     /// the end instead of row by row.
     pub defer_constraints: bool,
     /// `--single-transaction`: the whole load is one transaction on one
-    /// connection, all or nothing (see [`single`]); with `--truncate` or
+    /// connection, all or nothing (`load/single.rs`); with `--truncate` or
     /// `--create` it lets COPY write the rows frozen (FREEZE).
     pub single_transaction: bool,
 }
@@ -376,6 +378,9 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     let fresh = opts.truncate || created.as_ref().is_some_and(|c| !c.exists);
     if opts.single_transaction || fresh {
         report.notes.push(match &report.freeze.reason {
+            None if report.failure.is_some() => {
+                "COPY FREEZE: used, but nothing of it was kept (rolled back)".to_owned()
+            }
             None => "COPY FREEZE: the rows were written frozen (the table was emptied or \
                      created in the load's transaction)"
                 .to_owned(),

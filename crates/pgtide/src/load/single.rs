@@ -144,7 +144,8 @@ pub(super) async fn work(
                 finished(ctx, 0, &chunk, rows, Vec::new(), lines);
             }
             Err(e) => {
-                let failed = failed_chunk(&chunk, loader.spec(), e);
+                let mut failed = failed_chunk(&chunk, loader.spec(), e);
+                failed.error = failed.error.with_hint(ROW_ROLLED_BACK);
                 ctx.shared.lock().expect("worker state").failed.push(failed);
                 rx.close();
                 loader.rollback_attempts().await;
@@ -239,6 +240,13 @@ async fn commit(loader: &mut Loader, xid: Option<TxStart>, ctx: &Ctx) -> bool {
 /// The hint of a load whose transaction was rolled back.
 const ROLLED_BACK: &str = "--single-transaction: nothing was committed, the table is as it was \
                            before the load (not truncated); fix the cause and run it again";
+
+/// The hint of a row that stopped a single-transaction load (the
+/// chunk's own hint speaks of committed lines and `--rejects`).
+const ROW_ROLLED_BACK: &str = "--single-transaction: nothing was committed, the table is as it \
+                               was before the load (not truncated); fix this row and run the \
+                               load again, or load without --single-transaction and with \
+                               --rejects FILE to set bad rows aside";
 
 /// What the summary adds about the one transaction.
 pub(super) fn note(failed: bool) -> String {
