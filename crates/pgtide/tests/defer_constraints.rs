@@ -266,3 +266,39 @@ async fn with_a_single_transaction_and_freeze() {
     assert_eq!(shape(&db, "sf").await, before);
     assert!(saved(&db).await.is_empty());
 }
+
+#[tokio::test]
+async fn a_ledger_made_by_an_earlier_pgtide_is_read_and_upgraded() {
+    let db = Db::start().await;
+    table(&db, "old").await;
+    let before = shape(&db, "old").await;
+    // The ledger as pgtide made it before --defer-constraints, holding an
+    // index dropped by an interrupted load.
+    db.client
+        .batch_execute(
+            "CREATE SCHEMA pgtide;
+             CREATE TABLE pgtide.deferred_indexes (
+                 table_oid oid NOT NULL, table_name text NOT NULL,
+                 index_name text NOT NULL, definition text NOT NULL,
+                 deferred_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+                 PRIMARY KEY (table_oid, index_name));
+             INSERT INTO pgtide.deferred_indexes (table_oid, table_name, index_name, definition)
+             SELECT 'old'::regclass, 'public.old', 'old_n', pg_get_indexdef('old_n'::regclass);
+             DROP INDEX old_n;",
+        )
+        .await
+        .unwrap();
+    let kept = saved(&db).await;
+    assert_eq!(kept.len(), 1);
+    assert!(kept[0].constraint.is_none());
+    let r = load::run(
+        &db.target,
+        &options(&db, &rows(100), "old"),
+        Arc::new(Progress::new(2)),
+    )
+    .await
+    .unwrap();
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(shape(&db, "old").await, before);
+    assert!(saved(&db).await.is_empty());
+}

@@ -40,10 +40,22 @@ CREATE TABLE IF NOT EXISTS pgtide.deferred_indexes (
 );
 COMMENT ON TABLE pgtide.deferred_indexes IS
     'pgtide load --defer-indexes: indexes dropped for a load, until they are built again';
-ALTER TABLE pgtide.deferred_indexes
-    ADD COLUMN IF NOT EXISTS constraint_name text,
-    ADD COLUMN IF NOT EXISTS add_constraint text,
-    ADD COLUMN IF NOT EXISTS duplicates text;
+";
+
+/// `--defer-constraints`' columns, added to a ledger an earlier pgtide
+/// made (only when missing: the ALTER's lock would otherwise wait for
+/// every rebuild that holds a row of the ledger).
+const CONSTRAINT_COLUMNS_SQL: &str = "
+DO $$ BEGIN
+IF NOT EXISTS (SELECT 1 FROM pg_attribute
+               WHERE attrelid = 'pgtide.deferred_indexes'::regclass
+                 AND attname = 'add_constraint' AND NOT attisdropped) THEN
+    ALTER TABLE pgtide.deferred_indexes
+        ADD COLUMN IF NOT EXISTS constraint_name text,
+        ADD COLUMN IF NOT EXISTS add_constraint text,
+        ADD COLUMN IF NOT EXISTS duplicates text;
+END IF;
+END $$;
 ";
 
 /// `maintenance_work_mem` of a rebuilding session: a sort that fits in
@@ -114,7 +126,8 @@ pub async fn drop_saved_with(client: &Client, table: &Table, constraints: bool) 
     }
     client
         .batch_execute(&format!(
-            "BEGIN; SELECT pg_advisory_xact_lock(hashtext('{SAVED_TABLE}')); {CREATE_SQL} COMMIT"
+            "BEGIN; SELECT pg_advisory_xact_lock(hashtext('{SAVED_TABLE}')); {CREATE_SQL} \
+             {CONSTRAINT_COLUMNS_SQL} COMMIT"
         ))
         .await
         .map_err(|e| {
@@ -186,9 +199,11 @@ pub async fn saved(client: &Client, oid: Option<u32>) -> Result<Vec<Saved>> {
     }
     let rows = client
         .query(
-            "SELECT table_name, index_name, definition, constraint_name, add_constraint, \
-                    duplicates \
-             FROM pgtide.deferred_indexes \
+            // Through jsonb: a ledger an earlier pgtide made lacks the
+            // constraint columns, and reading it must not change it.
+            "SELECT table_name, index_name, definition, to_jsonb(d) ->> 'constraint_name', \
+                    to_jsonb(d) ->> 'add_constraint', to_jsonb(d) ->> 'duplicates' \
+             FROM pgtide.deferred_indexes d \
              WHERE $1::oid IS NULL OR table_oid = $1 ORDER BY table_name, index_name",
             &[&oid],
         )
