@@ -24,7 +24,7 @@ use super::LoadOptions;
 use crate::batch::TxStart;
 use crate::catalog::Table;
 use crate::chunk::Chunk;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{classify, Class, Error, ErrorKind, Result};
 
 /// Refuses what cannot be one transaction, before any server is asked.
 pub(super) fn check(opts: &LoadOptions) -> Result<()> {
@@ -144,8 +144,12 @@ pub(super) async fn work(
                 finished(ctx, 0, &chunk, rows, Vec::new(), lines);
             }
             Err(e) => {
+                let row = classify(&e.error) == Class::Row;
                 let mut failed = failed_chunk(&chunk, loader.spec(), e);
-                failed.error = failed.error.with_hint(ROW_ROLLED_BACK);
+                // The chunk's own hint speaks of committed lines and
+                // --rejects; here nothing is committed.
+                let hint = if row { ROW_ROLLED_BACK } else { ROLLED_BACK };
+                failed.error = failed.error.with_hint(hint);
                 ctx.shared.lock().expect("worker state").failed.push(failed);
                 rx.close();
                 loader.rollback_attempts().await;
