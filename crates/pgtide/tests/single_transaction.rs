@@ -363,3 +363,33 @@ async fn on_conflict_merges_in_the_one_transaction() {
     assert_eq!(old, 500, "ids 1..500 still old");
     assert_eq!(count(&db, "up").await, 2500);
 }
+
+#[tokio::test]
+async fn binary_input_is_frozen_too() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute("CREATE TABLE bz (id int, s text) WITH (autovacuum_enabled = false)")
+        .await
+        .unwrap();
+    let data = db
+        .server_binary_file("SELECT g, 'v' || g FROM generate_series(1, 50000) g")
+        .await;
+    let path = db.file(&data, Compress::None);
+    let mut o = LoadOptions::new(
+        vec![path.to_string_lossy().into_owned()],
+        QualifiedName::parse("bz").unwrap(),
+        CopyFormat::Binary,
+    );
+    o.single_transaction = true;
+    o.truncate = true;
+    o.chunk_bytes = 65536;
+    let r = run(&db, &o).await;
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert!(r.freeze.used, "{:?}", r.freeze);
+    assert_eq!(count(&db, "bz").await, 50_000);
+    let (visible, pages) = all_visible(&db, "bz").await;
+    assert!(
+        pages > 50 && visible * 10 >= pages * 9,
+        "{visible} of {pages}"
+    );
+}
