@@ -155,9 +155,12 @@ async fn freeze_is_used_after_truncate_and_the_pages_are_frozen() {
         r.notes
     );
     assert_eq!(count(&db, "fz").await, 50_000);
+    // At least half (PostgreSQL 17+ may leave unmarked a page a later
+    // chunk's COPY topped up; see binary_input_is_frozen_too): the plain
+    // load below marks none.
     let (visible, pages) = all_visible(&db, "fz").await;
     assert!(
-        pages > 50 && visible * 10 >= pages * 9,
+        pages > 50 && visible * 2 >= pages,
         "{visible} of {pages} pages all-visible after COPY FREEZE"
     );
 
@@ -387,9 +390,9 @@ async fn binary_input_is_frozen_too() {
     assert!(r.failure.is_none(), "{:?}", r.failure);
     assert!(r.freeze.used, "{:?}", r.freeze);
     assert_eq!(count(&db, "bz").await, 50_000);
+    // PostgreSQL 17+ leaves unmarked a page that a later COPY of the same
+    // transaction tops up (one per chunk here: 271 of 336 on PG 17); a
+    // plain load marks none (see the test above).
     let (visible, pages) = all_visible(&db, "bz").await;
-    assert!(
-        pages > 50 && visible * 10 >= pages * 9,
-        "{visible} of {pages}"
-    );
+    assert!(pages > 50 && visible * 2 >= pages, "{visible} of {pages}");
 }
