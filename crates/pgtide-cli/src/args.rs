@@ -262,6 +262,29 @@ pub struct LoadArgs {
     #[arg(long)]
     pub defer_indexes: bool,
 
+    /// With --defer-indexes: also drop the table's PRIMARY KEY and UNIQUE
+    /// constraints (and their indexes) before the load and add them back
+    /// after it (index rebuilt, then ADD CONSTRAINT .. USING INDEX).
+    /// Duplicates are then NOT refused row by row: they make the re-add
+    /// fail at the end (exit 2, the error names the constraint and the
+    /// query that finds them; delete them, then `pgtide ledger
+    /// restore-indexes`). Refused when a foreign key references the
+    /// constraint, on partitioned tables and with --on-conflict.
+    /// Example: pgtide load big.csv --table t --truncate --defer-indexes
+    /// --defer-constraints
+    #[arg(long, requires = "defer_indexes")]
+    pub defer_constraints: bool,
+
+    /// The whole load is one transaction on one connection: all or
+    /// nothing. Any failure (a bad row, a lost connection, Ctrl-C) rolls
+    /// everything back, a --truncate included. With --truncate (or
+    /// --create) the rows are sent by COPY .. FREEZE: written frozen, so no
+    /// VACUUM rewrites them later. Not with --workers above 1, --resume or
+    /// --rejects (refused with a hint).
+    /// Example: pgtide load day.csv --table t --truncate --single-transaction
+    #[arg(long)]
+    pub single_transaction: bool,
+
     /// How rows are sent (default: copy, or pipeline with --sql). Every
     /// method loads the same rows; see "Methods" below.
     #[arg(long, short = 'm', value_enum)]
@@ -394,6 +417,8 @@ Commit model:
   whatever the number of workers. If a chunk fails, no new chunk starts,
   chunks already running finish, and the summary lists exactly which input
   line ranges are done. Reload the rest, or start over with --truncate.
+  --single-transaction instead makes the whole load one transaction on one
+  connection: all rows or none (see Fast paths below).
   With --rejects, a chunk with bad rows is retried in parts until every
   good row is committed and every bad row is in the reject file: rows read
   = rows loaded + rows rejected, checked and printed at the end.
@@ -401,6 +426,14 @@ Commit model:
   nothing of the chunk can have been committed. Ctrl-C (or SIGTERM) stops
   cleanly: no new chunk, running chunks commit or roll back whole, the
   committed ranges are listed, exit 130 (a second Ctrl-C exits at once).
+
+Fast paths:
+  --single-transaction  one transaction for the whole load (one connection):
+            committed at the end or not at all; with --truncate or --create
+            the rows go by COPY .. FREEZE. The summary and --explain say
+            whether FREEZE was used, and why not when it was not.
+  --defer-indexes       secondary indexes dropped before, rebuilt after.
+  --defer-constraints   PRIMARY KEY/UNIQUE too (duplicates fail at the end).
 
 Line endings: as COPY, \\n, \\r\\n or a lone \\r; the file's first line
   settles which. A row whose line break does not fit (a stray \\r) is

@@ -84,3 +84,61 @@ fn sigint_and_sigterm_stop_after_whole_chunks_with_exit_130() {
         assert_eq!(in_ranges, count, "{signal}: nothing outside the ranges");
     }
 }
+
+/// `--single-transaction`: Ctrl-C rolls the whole load back, its
+/// TRUNCATE included; exit 130, nothing counted as loaded.
+#[test]
+fn sigint_rolls_a_single_transaction_back_whole() {
+    let c = cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("big.csv");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&input).unwrap());
+    for id in 1..=2_000_000u64 {
+        writeln!(f, "{id},row number {id} with some padding text").unwrap();
+    }
+    f.flush().unwrap();
+    drop(f);
+    psql(
+        &c,
+        "DROP TABLE IF EXISTS t; CREATE TABLE t (id int, v text); \
+         INSERT INTO t VALUES (-1, 'a'), (-2, 'b'), (-3, 'c')",
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_pgtide"))
+        .args(["load", input.to_str().unwrap(), "--table", "t"])
+        .args(["--format", "csv", "--truncate", "--single-transaction"])
+        .args(["--chunk-bytes", "65536", "--json", "--db", &c.conninfo()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the load's COPY FREEZE is running, then interrupt.
+    let start = Instant::now();
+    while psql(
+        &c,
+        "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'COPY %FREEZE%'",
+    ) == "0"
+    {
+        assert!(start.elapsed() < Duration::from_secs(60), "no COPY seen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("error: interrupted"), "{err}");
+    assert!(err.contains("nothing was committed"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    assert_eq!(v["rows_loaded"].as_u64(), Some(0), "{v}");
+    assert!(v["rows_read"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(
+        psql(&c, "SELECT string_agg(id::text, ',' ORDER BY id) FROM t"),
+        "-3,-2,-1",
+        "the TRUNCATE was rolled back with the rows"
+    );
+}

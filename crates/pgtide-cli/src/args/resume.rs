@@ -90,7 +90,10 @@ pub enum LedgerAction {
     },
     /// Build the indexes that `load --defer-indexes` dropped and could not
     /// build again (the load was killed, or a build failed): their
-    /// definitions wait in pgtide.deferred_indexes.
+    /// definitions wait in pgtide.deferred_indexes. Constraints dropped by
+    /// `--defer-constraints` are added back on their rebuilt index (after
+    /// duplicates made that fail: delete them first, the error shows the
+    /// query that lists them).
     RestoreIndexes {
         /// Connections building at once.
         #[arg(long, short = 'w', default_value_t = 2)]

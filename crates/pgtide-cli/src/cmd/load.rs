@@ -67,6 +67,8 @@ fn options(a: &LoadArgs, format: CopyFormat) -> pgtide::Result<LoadOptions> {
     o.workers = a.workers;
     o.truncate = a.truncate;
     o.defer_indexes = a.defer_indexes;
+    o.defer_constraints = a.defer_constraints;
+    o.single_transaction = a.single_transaction;
     o.method = match (a.method, &a.sql) {
         (None, None) => load::Method::Copy,
         (None, Some(_)) => load::Method::Pipeline,

@@ -85,3 +85,93 @@ fn truncate_happens_only_after_everything_was_checked() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(psql(&c, "SELECT count(*) FROM t"), "0");
 }
+
+/// `--single-transaction --truncate`: a bad row anywhere leaves the
+/// table as it was (not emptied), a good file replaces it by COPY FREEZE
+/// and the summary says so; the refused combinations exit 2 untouched.
+#[test]
+fn single_transaction_is_all_or_nothing_and_says_whether_it_froze() {
+    let c = crate::common::cluster();
+    let db = c.conninfo();
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.csv");
+    let rows: String = (10..5000).map(|i| format!("{i},v{i}\n")).collect();
+    std::fs::write(&good, &rows).unwrap();
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, format!("{rows}oops,x\n")).unwrap();
+    let (good, bad) = (good.to_str().unwrap(), bad.to_str().unwrap());
+    let base = [
+        "load",
+        "--table",
+        "t",
+        "--db",
+        &db,
+        "--truncate",
+        "--single-transaction",
+        "--chunk-bytes",
+        "4096",
+    ];
+    let refused: Vec<(&str, Vec<&str>)> = vec![
+        ("a bad last row", vec![bad]),
+        ("--workers 2", vec![good, "--workers", "2"]),
+        ("--resume", vec![good, "--resume"]),
+    ];
+    for (case, extra) in refused {
+        table_with_three_rows(&c);
+        let args: Vec<&str> = base.iter().copied().chain(extra).collect();
+        let out = pgtide(&args, b"");
+        assert_refused_and_untouched(&c, &out, case);
+    }
+    table_with_three_rows(&c);
+    let args: Vec<&str> = base.iter().copied().chain([bad]).collect();
+    let out = pgtide(&args, b"");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("committed: nothing"), "{stdout}");
+    assert!(stdout.contains("rolled back whole"), "{stdout}");
+
+    let args: Vec<&str> = base.iter().copied().chain([good]).collect();
+    let out = pgtide(&args, b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("note: COPY FREEZE"), "{stdout}");
+    assert_eq!(psql(&c, "SELECT count(*) FROM t"), "4990");
+    let args: Vec<&str> = base.iter().copied().chain([good, "--json"]).collect();
+    let out = pgtide(&args, b"");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["freeze"]["used"], true, "{v}");
+    assert_eq!(v["single_transaction"], true, "{v}");
+    // Without --single-transaction the summary says why not.
+    let out = pgtide(
+        &["load", good, "--table", "t", "--db", &db, "--truncate"],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("note: no COPY FREEZE: "), "{stdout}");
+    // --explain, and --defer-constraints needs --defer-indexes (clap).
+    let args: Vec<&str> = base.iter().copied().chain([good, "--explain"]).collect();
+    let out = pgtide(&args, b"");
+    assert!(
+        text(&out.stdout).contains("yes: COPY .. FREEZE"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = pgtide(
+        &[
+            "load",
+            good,
+            "--table",
+            "t",
+            "--db",
+            &db,
+            "--defer-constraints",
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--defer-indexes"),
+        "{}",
+        text(&out.stderr)
+    );
+}

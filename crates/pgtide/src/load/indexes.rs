@@ -42,6 +42,22 @@ COMMENT ON TABLE pgtide.deferred_indexes IS
     'pgtide load --defer-indexes: indexes dropped for a load, until they are built again';
 ";
 
+/// `--defer-constraints`' columns, added to a ledger an earlier pgtide
+/// made (only when missing: the ALTER's lock would otherwise wait for
+/// every rebuild that holds a row of the ledger).
+const CONSTRAINT_COLUMNS_SQL: &str = "
+DO $$ BEGIN
+IF NOT EXISTS (SELECT 1 FROM pg_attribute
+               WHERE attrelid = 'pgtide.deferred_indexes'::regclass
+                 AND attname = 'add_constraint' AND NOT attisdropped) THEN
+    ALTER TABLE pgtide.deferred_indexes
+        ADD COLUMN IF NOT EXISTS constraint_name text,
+        ADD COLUMN IF NOT EXISTS add_constraint text,
+        ADD COLUMN IF NOT EXISTS duplicates text;
+END IF;
+END $$;
+";
+
 /// `maintenance_work_mem` of a rebuilding session: a sort that fits in
 /// memory builds an index several times faster than one that spills.
 const REBUILD_WORK_MEM: &str = "512MB";
@@ -55,6 +71,21 @@ pub struct Saved {
     pub name: String,
     /// `CREATE INDEX ...`, as `pg_get_indexdef` wrote it.
     pub definition: String,
+    /// `--defer-constraints`: the constraint the index backed, the
+    /// `ALTER TABLE .. USING INDEX` that adds it back, and the query that
+    /// finds the duplicates that keep it from coming back.
+    pub constraint: Option<SavedConstraint>,
+}
+
+/// The constraint part of a [`Saved`] index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavedConstraint {
+    /// Its name.
+    pub name: String,
+    /// `ALTER TABLE .. ADD CONSTRAINT .. USING INDEX ..`.
+    pub add_sql: String,
+    /// `SELECT key, count(*) .. HAVING count(*) > 1`.
+    pub duplicates_sql: String,
 }
 
 /// The indexes `--defer-indexes` would drop on `table` (none for a table
@@ -78,13 +109,25 @@ pub async fn deferrable(client: &Client, table: &Table) -> Result<Vec<String>> {
 /// Saves the definitions of `table`'s deferrable indexes and drops them,
 /// in one transaction; returns how many were dropped.
 pub async fn drop_saved(client: &Client, table: &Table) -> Result<usize> {
+    drop_saved_with(client, table, false).await
+}
+
+/// [`drop_saved`], and with `constraints` (`--defer-constraints`) the
+/// table's PRIMARY KEY and UNIQUE constraints too (`load/constraints.rs`),
+/// each saved before it is dropped, in the same transaction.
+pub async fn drop_saved_with(client: &Client, table: &Table, constraints: bool) -> Result<usize> {
     let names = deferrable(client, table).await?;
-    if names.is_empty() {
+    let keys = match constraints {
+        true => super::constraints::deferrable(client, table).await?,
+        false => Vec::new(),
+    };
+    if names.is_empty() && keys.is_empty() {
         return Ok(0);
     }
     client
         .batch_execute(&format!(
-            "BEGIN; SELECT pg_advisory_xact_lock(hashtext('{SAVED_TABLE}')); {CREATE_SQL} COMMIT"
+            "BEGIN; SELECT pg_advisory_xact_lock(hashtext('{SAVED_TABLE}')); {CREATE_SQL} \
+             {CONSTRAINT_COLUMNS_SQL} COMMIT"
         ))
         .await
         .map_err(|e| {
@@ -114,6 +157,24 @@ pub async fn drop_saved(client: &Client, table: &Table) -> Result<usize> {
                 .batch_execute(&format!("DROP INDEX {}", index.quoted()))
                 .await?;
         }
+        for key in &keys {
+            client
+                .execute(
+                    "INSERT INTO pgtide.deferred_indexes (table_oid, table_name, index_name,                      definition, constraint_name, add_constraint, duplicates)                      SELECT $1, $2, c.relname, pg_get_indexdef(c.oid), $4, $5, $6                      FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid                      WHERE i.indrelid = $1 AND c.relname = $3",
+                    &[
+                        &table.oid,
+                        &table.name.to_string(),
+                        &key.index,
+                        &key.name,
+                        &key.add_sql,
+                        &key.duplicates_sql,
+                    ],
+                )
+                .await?;
+            client
+                .batch_execute(&super::constraints::drop_sql(table, key))
+                .await?;
+        }
         client.batch_execute("COMMIT").await
     }
     .await;
@@ -121,7 +182,7 @@ pub async fn drop_saved(client: &Client, table: &Table) -> Result<usize> {
         let _ = client.batch_execute("ROLLBACK").await;
         return Err(e.into());
     }
-    Ok(names.len())
+    Ok(names.len() + keys.len())
 }
 
 /// The saved indexes of the table with `oid` (every table: `None`).
@@ -138,7 +199,11 @@ pub async fn saved(client: &Client, oid: Option<u32>) -> Result<Vec<Saved>> {
     }
     let rows = client
         .query(
-            "SELECT table_name, index_name, definition FROM pgtide.deferred_indexes \
+            // Through jsonb: a ledger an earlier pgtide made lacks the
+            // constraint columns, and reading it must not change it.
+            "SELECT table_name, index_name, definition, to_jsonb(d) ->> 'constraint_name', \
+                    to_jsonb(d) ->> 'add_constraint', to_jsonb(d) ->> 'duplicates' \
+             FROM pgtide.deferred_indexes d \
              WHERE $1::oid IS NULL OR table_oid = $1 ORDER BY table_name, index_name",
             &[&oid],
         )
@@ -149,6 +214,14 @@ pub async fn saved(client: &Client, oid: Option<u32>) -> Result<Vec<Saved>> {
             table: r.get(0),
             name: r.get(1),
             definition: r.get(2),
+            constraint: match (r.get(3), r.get(4)) {
+                (Some(name), Some(add_sql)) => Some(SavedConstraint {
+                    name,
+                    add_sql,
+                    duplicates_sql: r.get::<_, Option<String>>(5).unwrap_or_default(),
+                }),
+                _ => None,
+            },
         })
         .collect())
 }
@@ -213,7 +286,20 @@ async fn build_from(
         };
         client.batch_execute("BEGIN").await?;
         let built = async {
+            if index.constraint.is_some() {
+                // Adding a constraint upgrades the build's SHARE lock to
+                // ACCESS EXCLUSIVE: two sessions doing so at once would
+                // deadlock, so constraints are added one at a time.
+                client
+                    .batch_execute(&format!(
+                        "SELECT pg_advisory_xact_lock(hashtext('{SAVED_TABLE}.constraints'))"
+                    ))
+                    .await?;
+            }
             client.batch_execute(&index.definition).await?;
+            if let Some(c) = &index.constraint {
+                client.batch_execute(&c.add_sql).await?;
+            }
             client
                 .execute(
                     "DELETE FROM pgtide.deferred_indexes WHERE table_name = $1 AND index_name = $2",
@@ -227,6 +313,9 @@ async fn build_from(
             Ok(()) => done.lock().expect("rebuild state").built.push(index.name),
             Err(e) => {
                 let _ = client.batch_execute("ROLLBACK").await;
+                if let Some(c) = &index.constraint {
+                    return Err(constraint_failed(e, &index, c));
+                }
                 return Err(Error::from(e).with_hint(format!(
                     "index {} of {} is not built; its definition is kept in {SAVED_TABLE}: \
                      fix the cause, then run `pgtide ledger restore-indexes`",
@@ -235,4 +324,23 @@ async fn build_from(
             }
         }
     }
+}
+
+/// A constraint that could not be added back (duplicates, or NULLs in a
+/// primary key, were loaded): the error names it, says how to find the
+/// rows that break it and how to finish.
+fn constraint_failed(e: tokio_postgres::Error, index: &Saved, c: &SavedConstraint) -> Error {
+    let server = Error::from(e);
+    let message = format!(
+        "constraint {} of {} could not be added back after the load: {}",
+        c.name,
+        index.table,
+        server.message()
+    );
+    Error::new(server.kind(), message).with_hint(format!(
+        "--defer-constraints does not refuse duplicates row by row. Find them with: {}; \
+         delete the extra rows (and NULL keys), then run `pgtide ledger restore-indexes`, \
+         which adds {} back (its definition is kept in {SAVED_TABLE})",
+        c.duplicates_sql, c.name
+    ))
 }

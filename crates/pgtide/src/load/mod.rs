@@ -15,10 +15,13 @@
 //! running finish (and commit), and the report lists exactly which input
 //! line ranges were committed. A failed load can therefore be resumed by
 //! loading the lines that are not listed, or redone with `--truncate`.
+//! `--single-transaction` (`load/single.rs`) is the exception: one connection,
+//! one transaction for every chunk, committed at the end or not at all.
 //! Memory is bounded by `(workers + 2) x chunk size` whatever the input size
 //! (measured: 41 MB peak RSS loading 1.25 GB with 4 workers).
 
 mod binary;
+pub mod constraints;
 pub mod copy;
 pub mod create;
 pub mod indexes;
@@ -37,6 +40,7 @@ mod row_error;
 mod screen;
 mod setup;
 pub mod sharded;
+mod single;
 mod spec;
 mod step;
 pub mod upsert;
@@ -122,6 +126,15 @@ pub struct LoadOptions {
     /// right before the first chunk and build them again after the load
     /// (see [`indexes`]).
     pub defer_indexes: bool,
+    /// `--defer-constraints` (with `--defer-indexes`): also drop the
+    /// table's PRIMARY KEY and UNIQUE constraints and add them back after
+    /// the load (see [`constraints`]); duplicates then fail the load at
+    /// the end instead of row by row.
+    pub defer_constraints: bool,
+    /// `--single-transaction`: the whole load is one transaction on one
+    /// connection, all or nothing (`load/single.rs`); with `--truncate` or
+    /// `--create` it lets COPY write the rows frozen (FREEZE).
+    pub single_transaction: bool,
 }
 
 impl LoadOptions {
@@ -150,6 +163,8 @@ impl LoadOptions {
             on_conflict: None,
             key: None,
             defer_indexes: false,
+            defer_constraints: false,
+            single_transaction: false,
         }
     }
 }
@@ -219,6 +234,22 @@ pub struct Report {
     /// Rows routed on the client (a sharded target): per server, what it
     /// committed. Empty otherwise.
     pub shards: Vec<ShardReport>,
+    /// `--single-transaction`: the load was one transaction, so either
+    /// every row is committed or none is.
+    pub single_transaction: bool,
+    /// Whether the rows were sent by `COPY .. FREEZE`, and why not.
+    pub freeze: Freeze,
+}
+
+/// Whether a load used `COPY .. FREEZE` (rows written already frozen and
+/// visible to all, so no later VACUUM has to rewrite every page), and
+/// when it did not, the one reason that mattered.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Freeze {
+    /// COPY ran with FREEZE.
+    pub used: bool,
+    /// Why not, in one sentence (`None` when used).
+    pub reason: Option<String>,
 }
 
 /// One server of a load routed on the client ([`sharded`]). Each chunk
@@ -284,7 +315,9 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     let columns = table.select(opts.columns.as_deref())?;
     // Sharded targets (issue 10): the client routes a partitioned table's
     // rows to its leaves (crate::shard) when it can; else on below.
-    if table.kind == 'p' && opts.resume.is_none() && opts.on_conflict.is_none() {
+    // Not with --single-transaction: routing commits per server.
+    let routable = opts.resume.is_none() && opts.on_conflict.is_none() && !opts.single_transaction;
+    if table.kind == 'p' && routable {
         if let Ok(plan) = sharded::plan(target, opts, table, &columns).await? {
             let (v, skip) = (found.server_version.clone(), found.table_may_skip);
             let run = sharded::run(target, opts, table, &columns, plan, v, skip, progress);
@@ -296,6 +329,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         upsert,
         resume,
         resuming,
+        freeze,
     } = resolve::resolve(target, opts, &found).await?;
     drop(found.control);
     let (server_version, created) = (found.server_version, found.created);
@@ -336,7 +370,27 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
                 .saturating_sub(outcome.merged.inserted + outcome.merged.updated),
         }),
         shards: Vec::new(),
+        single_transaction: opts.single_transaction,
+        freeze: Freeze {
+            used: freeze.is_ok(),
+            reason: freeze.err(),
+        },
     };
+    let fresh = opts.truncate || created.as_ref().is_some_and(|c| !c.exists);
+    if opts.single_transaction || fresh {
+        report.notes.push(match &report.freeze.reason {
+            None if report.failure.is_some() => {
+                "COPY FREEZE: used, but nothing of it was kept (rolled back)".to_owned()
+            }
+            None => "COPY FREEZE: the rows were written frozen (the table was emptied or \
+                     created in the load's transaction)"
+                .to_owned(),
+            Some(why) => format!("no COPY FREEZE: {why}"),
+        });
+    }
+    if opts.single_transaction {
+        report.notes.push(single::note(report.failure.is_some()));
+    }
     if let Some(plan) = &created {
         create::report(plan, &mut report);
     }

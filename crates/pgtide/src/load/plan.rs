@@ -40,6 +40,9 @@ pub(super) struct Plan {
     /// `--defer-indexes`: the table whose secondary indexes are dropped
     /// right before the first chunk (`load/indexes.rs`).
     pub defer_indexes: Option<crate::catalog::Table>,
+    /// `--defer-constraints`: its PRIMARY KEY and UNIQUE constraints too
+    /// (`load/constraints.rs`).
+    pub defer_constraints: bool,
     /// `--on-conflict`: the staging table and the merge.
     pub upsert: Option<std::sync::Arc<super::upsert::Upsert>>,
     /// Columns, NULL spelling, `--sql` and `--batch-rows` for the methods.
@@ -50,4 +53,8 @@ pub(super) struct Plan {
     /// `--resume` with `--rejects`: what earlier runs left in the reject
     /// file (appended to).
     pub earlier_rejects: Option<crate::reject::Earlier>,
+    /// `--single-transaction`: one connection, one transaction opened
+    /// before the first writes and committed after the last chunk
+    /// (`load/single.rs`).
+    pub single_transaction: bool,
 }

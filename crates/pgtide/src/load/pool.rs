@@ -16,6 +16,7 @@ use super::loader::{new_loader, LoaderSpec, Method};
 use super::outcome::{Done, Shared};
 pub(super) use super::plan::Plan;
 use super::reader::{read_all, ReadStats};
+use super::single;
 use super::worker::{work, Ctx};
 use super::LineRange;
 use crate::chunk::Chunk;
@@ -84,11 +85,14 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         // The reader stopped before the first chunk: its error says why.
         return Err(reader_error(reader_join(reader)));
     };
-    if let Err(e) = start_writing(&plan, &mut spec, &shared, header, &clients).await {
-        rx.close(); // the reader stops at its next chunk
-        let _ = reader_join(reader);
-        return Err(e);
-    }
+    let xid = match start_writing(&plan, &mut spec, &shared, header, &clients).await {
+        Ok(xid) => xid,
+        Err(e) => {
+            rx.close(); // the reader stops at its next chunk
+            let _ = reader_join(reader);
+            return Err(e);
+        }
+    };
     let spec = Arc::new(spec);
     let ctx = Arc::new(Ctx {
         target: plan.target.clone(),
@@ -100,6 +104,29 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         resume: plan.resume.clone(),
         order: plan.upsert.as_ref().map(|_| super::order::Order::new()),
     });
+    if plan.single_transaction {
+        let Some((client, notices, wire)) = clients.into_iter().next() else {
+            return Err(Error::bug(
+                "a single-transaction load without its connection",
+            ));
+        };
+        let loader = new_loader(client, notices, wire, &spec);
+        let (loader, ok) = single::work(loader, rx, &ctx).await;
+        let read = reader_join(reader)?;
+        let read_ok = read.error.is_none() && !read.interrupted;
+        single::finish(loader, xid, &ctx, ok, read_ok).await;
+        if read.interrupted && read.error.is_none() {
+            let mut s = shared.lock().expect("worker state");
+            s.failed.push(super::outcome::Failed {
+                seq: 0,
+                error: single::interrupted(),
+                row: None,
+            });
+        }
+        let mut outcome = summarize(shared, read, spec.method);
+        outcome.notes.splice(0..0, method_notes);
+        return Ok(outcome);
+    }
     let mut tasks = Vec::new();
     for (id, (client, notices, wire)) in clients.into_iter().enumerate() {
         let loader = new_loader(client, notices, wire, &spec);
@@ -138,6 +165,12 @@ pub(super) fn loader_spec(plan: &Plan) -> LoaderSpec {
 /// creates (`--create`) and truncates the table (`--truncate`), in that
 /// order, so that a reject file that cannot be created leaves the table as
 /// it was (and uncreated).
+///
+/// `--single-transaction`: the deferred indexes are dropped first (their
+/// definitions committed to the ledger, so that a kill loses none), then
+/// the load's one transaction begins (its id returned, for a COMMIT
+/// whose answer is lost) and the CREATE and TRUNCATE run in it, where a
+/// rollback undoes them and COPY FREEZE may follow them.
 async fn start_writing(
     plan: &Plan,
     spec: &mut LoaderSpec,
@@ -148,7 +181,7 @@ async fn start_writing(
         crate::conn::Notices,
         crate::conn::Wire,
     )],
-) -> Result<()> {
+) -> Result<Option<crate::batch::TxStart>> {
     let binary = plan.format == CopyFormat::Binary;
     if binary {
         // Every chunk's COPY needs the file header in front.
@@ -165,24 +198,34 @@ async fn start_writing(
         file.set_framing(header, binary);
         shared.lock().expect("worker state").rejects = Some(file);
     }
+    let Some((client, ..)) = clients.first() else {
+        return Ok(None);
+    };
+    let mut xid = None;
+    if plan.single_transaction {
+        if let Some(table) = &plan.defer_indexes {
+            super::indexes::drop_saved_with(client, table, plan.defer_constraints).await?;
+        }
+        xid = crate::batch::tx_start(&client.simple_query(crate::batch::BEGIN_SQL).await?);
+    }
     let first_writes = [&plan.create_sql, &plan.truncate_sql];
     for sql in first_writes.into_iter().flatten() {
-        let Some((client, ..)) = clients.first() else {
-            break;
-        };
         if let Err(e) = client.execute(sql.as_str(), &[]).await {
             // Nothing was loaded: an empty reject file left behind would
             // only make the next run ask for --force.
             if let Some(file) = shared.lock().expect("worker state").rejects.take() {
                 file.discard();
             }
+            if plan.single_transaction {
+                let _ = client.batch_execute("ROLLBACK").await;
+            }
             return Err(e.into());
         }
     }
-    if let (Some(table), Some((client, ..))) = (&plan.defer_indexes, clients.first()) {
-        super::indexes::drop_saved(client, table).await?;
+    if let (Some(table), false) = (&plan.defer_indexes, plan.single_transaction) {
+        super::indexes::drop_saved_with(client, table, plan.defer_constraints).await?;
     }
-    Ok(())
+    Ok(xid)
 }
 
 /// Waits for the reader thread.

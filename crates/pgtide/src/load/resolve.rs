@@ -30,6 +30,8 @@ pub(super) struct Resolved {
     pub resume: Option<Arc<ledger::Resume>>,
     /// `--resume` found earlier runs' entries: this run continues a load.
     pub resuming: bool,
+    /// COPY carries FREEZE (`Ok`), or why not.
+    pub freeze: std::result::Result<(), String>,
 }
 
 /// The target as the catalog describes it, read once.
@@ -71,6 +73,7 @@ pub(super) fn resumed_create(opts: &LoadOptions) -> Cow<'_, LoadOptions> {
 /// it, `--create`) and the loaded columns.
 pub(super) async fn find(target: &Target, opts: &LoadOptions) -> Result<Found> {
     super::check_local(opts)?;
+    super::single::check(opts)?;
     let control = target.connect().await?;
     let server_version: String = control.query_one("SHOW server_version", &[]).await?.get(0);
     let major = catalog::server_major(&control).await?;
@@ -84,6 +87,9 @@ pub(super) async fn find(target: &Target, opts: &LoadOptions) -> Result<Found> {
         created,
     };
     super::check_forced_columns(&opts.copy, &found.columns(opts)?, &found.table)?;
+    if opts.defer_constraints {
+        super::constraints::check(&found.control, opts, &found.table).await?;
+    }
     if opts.defer_indexes && found.table.kind != 'r' {
         return Err(Error::config(format!(
             "--defer-indexes works on a plain table; {} is not one",
@@ -122,7 +128,15 @@ pub(super) async fn resolve(
         ),
     };
     let list = (opts.columns.is_some() || upsert.is_some()).then(|| catalog::column_list(columns));
-    let sql = opts.copy.copy_from_sql(&copy_table, list.as_deref());
+    // Only a single-transaction load can use FREEZE, and it never
+    // resumes: --truncate and --create act in its transaction.
+    let created_now = created.as_ref().is_some_and(|c| !c.exists);
+    let fresh = created_now || opts.truncate;
+    let freeze = super::single::freeze(opts, table, opts.method, fresh);
+    let extra: &[&str] = if freeze.is_ok() { &["FREEZE"] } else { &[] };
+    let sql = opts
+        .copy
+        .copy_from_sql_with(&copy_table, list.as_deref(), extra);
     // PostgreSQL 17 skips rows with bad values itself (ON_ERROR): one pass
     // instead of retries for the commonest dirty data. Not for binary input
     // (COPY refuses it) nor other methods (they send no COPY text).
@@ -193,14 +207,17 @@ pub(super) async fn resolve(
         table_may_skip: table_may_skip && upsert.is_none(),
         upsert: upsert.clone().map(Arc::new),
         defer_indexes: opts.defer_indexes.then(|| table.clone()),
+        defer_constraints: opts.defer_constraints,
         resume: resume.clone(),
         earlier_rejects,
+        single_transaction: opts.single_transaction,
     };
     Ok(Resolved {
         plan,
         upsert,
         resume,
         resuming,
+        freeze,
     })
 }
 
@@ -252,8 +269,9 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
     let mut on_client = false;
     if table.kind == 'p' {
         let routed = match sharded::plan(target, opts, table, &columns).await? {
-            _ if opts.resume.is_some() || opts.on_conflict.is_some() => {
-                "through the parent table (--resume and --on-conflict are not routed on the client)"
+            _ if opts.resume.is_some() || opts.on_conflict.is_some() || opts.single_transaction => {
+                "through the parent table (--resume, --on-conflict and --single-transaction are \
+                 not routed on the client)"
                     .to_owned()
             }
             Ok(plan) => {
@@ -299,12 +317,24 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
     );
     x.say(
         "transactions",
-        "one per chunk (BEGIN, the rows, COMMIT): a failed chunk stops the load, and the \
-         summary lists the committed line ranges",
+        match opts.single_transaction {
+            true => {
+                "one for the whole load, on one connection (--single-transaction): \
+                     committed at the end only if every row loaded; any failure rolls \
+                     everything back, the TRUNCATE and CREATE too"
+            }
+            false => {
+                "one per chunk (BEGIN, the rows, COMMIT): a failed chunk stops the load, \
+                      and the summary lists the committed line ranges"
+            }
+        },
     );
     x.say(
         "truncate",
         match (&r.plan.truncate_sql, opts.truncate) {
+            (Some(sql), _) if opts.single_transaction => {
+                format!("{sql}, once every check passed, in the load's transaction")
+            }
             (Some(sql), _) => {
                 format!("{sql}, once every check passed, right before the first chunk")
             }
@@ -314,12 +344,30 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
     );
     x.say(
         "freeze",
-        "no: COPY FREEZE needs the table created or truncated in the same transaction, \
-         and every chunk commits on its own",
+        match &r.freeze {
+            Ok(()) => "yes: COPY .. FREEZE, the table is emptied or created in the load's \
+                       transaction, so the rows are written frozen (no VACUUM rewrite later)"
+                .to_owned(),
+            Err(why) => format!("no: {why}"),
+        },
     );
     let deferrable = super::indexes::deferrable(control, table).await?;
     let saved = super::indexes::saved(control, Some(table.oid)).await?;
-    x.say("indexes", describe_indexes(opts, &deferrable, &saved));
+    let mut indexes = describe_indexes(opts, &deferrable, &saved);
+    if opts.defer_constraints {
+        let keys = super::constraints::deferrable(control, table).await?;
+        let names: Vec<&str> = keys.iter().map(|k| k.name.as_str()).collect();
+        indexes.push_str(&match names.is_empty() {
+            true => "; --defer-constraints: no PRIMARY KEY or UNIQUE constraint".to_owned(),
+            false => format!(
+                "; --defer-constraints: {} dropped too and added back after the load (index \
+                 rebuilt, then ADD CONSTRAINT .. USING INDEX): duplicates are not refused row \
+                 by row, they make the re-add fail at the end",
+                names.join(", ")
+            ),
+        });
+    }
+    x.say("indexes", indexes);
     x.say("rejects", describe_rejects(opts, &r.plan, on_client));
     if let Some(u) = &r.upsert {
         x.say(

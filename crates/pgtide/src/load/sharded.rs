@@ -507,6 +507,15 @@ pub async fn run(
         failed_row: ledger.failed_row.take(),
         upsert: None,
         shards,
+        single_transaction: false,
+        freeze: super::Freeze {
+            used: false,
+            reason: Some(
+                "rows routed on the client commit per chunk and server; COPY FREEZE needs \
+                 one transaction that emptied the table"
+                    .to_owned(),
+            ),
+        },
     };
     if report.failure.is_none() {
         report.failure = super::invariants::check_rows(

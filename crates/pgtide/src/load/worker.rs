@@ -177,7 +177,7 @@ async fn isolated(loader: &mut Loader, ctx: &Ctx, id: usize, chunk: &Chunk, star
 
 /// Records a chunk's outcome: counters, done line ranges, its rejects (in
 /// input order, by the reject file).
-fn finished(
+pub(super) fn finished(
     ctx: &Ctx,
     id: usize,
     chunk: &Chunk,
@@ -528,7 +528,7 @@ fn full_xid(text: &str) -> Option<i64> {
 /// Without `--rejects`, a record whose line break does not fit the
 /// input's style stops the load as the server would have: same message,
 /// placed in the input, nothing of the chunk sent. Returns false.
-fn misfit_line_ending(ctx: &Ctx, chunk: &Chunk, spec: &LoaderSpec) -> bool {
+pub(super) fn misfit_line_ending(ctx: &Ctx, chunk: &Chunk, spec: &LoaderSpec) -> bool {
     let Some((error, row)) = line_ending_error(chunk, &spec.dialect) else {
         return true;
     };
@@ -544,7 +544,7 @@ fn misfit_line_ending(ctx: &Ctx, chunk: &Chunk, spec: &LoaderSpec) -> bool {
     false
 }
 
-fn failed_chunk(chunk: &Chunk, spec: &LoaderSpec, e: BatchError) -> Failed {
+pub(super) fn failed_chunk(chunk: &Chunk, spec: &LoaderSpec, e: BatchError) -> Failed {
     let row = e
         .record
         .and_then(|i| RowFailure::locate(chunk, &spec.dialect, i, &spec.relname, &e.error));

@@ -83,6 +83,19 @@ impl Loader {
         self.through_client(batch).await
     }
 
+    /// Loads `batch` inside a transaction the caller opened and ends
+    /// (`--single-transaction`, `load/single.rs`), without a savepoint:
+    /// `COPY .. FREEZE` must run in the very (sub)transaction that
+    /// truncated or created the table. Its counts wait for
+    /// [`Loader::commit_attempts`]; after an error the caller rolls back.
+    pub async fn within(&mut self, batch: &Batch) -> Result<u64, BatchError> {
+        self.skipped.clear();
+        self.ensure_stage().await?;
+        let rows = self.run(batch).await?;
+        self.count_attempt(batch, rows, 0);
+        Ok(rows)
+    }
+
     /// [`Loader::attempt`] through tokio-postgres, for every method.
     async fn through_client(&mut self, batch: &Batch) -> Result<u64, BatchError> {
         self.skipped.clear();
@@ -114,7 +127,7 @@ impl Loader {
     }
 
     /// The connection's stream, when `batch` is a plain COPY that
-    /// [`wire_copy::attempt`] can send: not `ON_ERROR` (its notices are
+    /// [`wire_copy::script`] can send: not `ON_ERROR` (its notices are
     /// read by tokio-postgres), not staged for `--on-conflict`, no ledger
     /// row to add (`--resume`).
     fn copy_on_wire(&self, batch: &Batch) -> Option<Wire> {
