@@ -246,7 +246,8 @@ where
 pub struct Wire(Shared);
 
 impl Wire {
-    /// Takes the stream from tokio-postgres until the guard is dropped.
+    /// Takes the stream from tokio-postgres until the guard is dropped
+    /// (or until [`Wire::replay`], [`Wire::error`] or [`Wire::kill`]).
     ///
     /// Call only when the `Client` has no request in flight. A request
     /// that returned before its ReadyForQuery (tokio-postgres' `prepare`
@@ -279,14 +280,61 @@ impl Wire {
     pub fn normal(&self) {
         self.0.set_mode(Mode::Normal);
     }
+
+    /// The `tokio_postgres::Error` of a server's ErrorResponse that a raw
+    /// session read (`response`: the whole message, tag included), built
+    /// by tokio-postgres itself through [`Wire::replay`], so it carries
+    /// the full `DbError` (SQLSTATE, message, detail, context) as if the
+    /// client had run the statement. Call with no request in flight,
+    /// before or after the [`Raw`] guard is dropped (before: nothing the
+    /// socket holds, such as its end, is read first). The ReadyForQuery that
+    /// ends the replayed answer says "failed transaction"; tokio-postgres
+    /// does not read its status.
+    pub async fn error(
+        &self,
+        client: &tokio_postgres::Client,
+        response: &[u8],
+    ) -> tokio_postgres::Error {
+        let mut answer = Vec::with_capacity(response.len() + 6);
+        answer.extend_from_slice(response);
+        answer.extend_from_slice(&[b'Z', 0, 0, 0, 5, b'E']);
+        self.replay(&answer);
+        let result = client.batch_execute("").await;
+        self.normal();
+        match result {
+            Err(error) => error,
+            // Not an ErrorResponse after all: out of step.
+            Ok(()) => self.close(client).await,
+        }
+    }
+
+    /// Ends the connection (a raw session found it broken or out of step)
+    /// and returns the error the client's next request gets: "connection
+    /// closed", which `error::classify` calls a lost connection.
+    pub async fn close(&self, client: &tokio_postgres::Client) -> tokio_postgres::Error {
+        self.kill();
+        match client.batch_execute("").await {
+            Err(error) => error,
+            Ok(()) => unreachable!("a killed stream answers nothing"),
+        }
+    }
 }
 
 /// The stream in raw mode; dropping it gives the stream back.
 pub struct Raw<'a>(&'a Shared);
 
 impl Drop for Raw<'_> {
+    /// Back to normal, unless the raw session chose another mode while it
+    /// held the stream: a replay (its answer must come before anything the
+    /// socket has, e.g. the end of a terminated session) or dead.
     fn drop(&mut self) {
-        self.0.set_mode(Mode::Normal);
+        let mut s = self.0.lock();
+        if s.mode == Mode::Raw {
+            s.mode = Mode::Normal;
+        }
+        if let Some(w) = s.parked.take() {
+            w.wake();
+        }
     }
 }
 

@@ -281,35 +281,16 @@ async fn window(
 /// fails as a closed connection.
 async fn deliver(client: &Client, wire: &Wire, failed: Failed) -> BatchError {
     match failed {
-        Failed::Server {
-            record,
-            mut response,
-        } => {
-            // The answer of a request that fails: its error, then
-            // ReadyForQuery in a failed transaction.
-            response.extend_from_slice(&[b'Z', 0, 0, 0, 5, b'E']);
-            wire.replay(&response);
-            let result = client.batch_execute("").await;
-            wire.normal();
-            match result {
-                Err(error) => BatchError {
-                    record,
-                    commit_unknown: false,
-                    error,
-                },
-                Ok(()) => closed(client, wire).await,
+        Failed::Server { record, response } => {
+            let error = wire.error(client, &response).await;
+            BatchError {
+                // A replay that did not fail closed the connection: no row
+                // is to blame.
+                record: record.filter(|_| !error.is_closed()),
+                commit_unknown: false,
+                error,
             }
         }
-        Failed::Broken => closed(client, wire).await,
-    }
-}
-
-/// Ends the connection (it may be out of step) and returns the error the
-/// client's next request gets.
-async fn closed(client: &Client, wire: &Wire) -> BatchError {
-    wire.kill();
-    match client.batch_execute("").await {
-        Err(error) => BatchError::plain(error),
-        Ok(()) => unreachable!("a killed stream answers nothing"),
+        Failed::Broken => BatchError::plain(wire.close(client).await),
     }
 }
