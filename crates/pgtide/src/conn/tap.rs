@@ -1,11 +1,13 @@
 //! One connection's byte stream, shared between tokio-postgres and a raw
 //! protocol session ([`Wire`]).
 //!
-//! tokio-postgres' `Client` does not expose its socket, and its extended
-//! query API sends Sync after every statement. A loop that wants many
-//! Bind/Execute messages under one Sync (`load::wire`) must write the
-//! protocol itself, on the same connection, inside the same transaction.
-//! So a loader's connection is opened here on a socket we own
+//! tokio-postgres' `Client` does not expose its socket, its extended
+//! query API sends Sync after every statement, and its `copy_out` hands
+//! over one stream item per row. A loop that wants many Bind/Execute
+//! messages under one Sync (`load::wire`), or many COPY rows per socket
+//! read (`copyout`), must speak the protocol itself, on the same
+//! connection, inside the same transaction. So such a connection (a
+//! loader's, an export's or a copy's reader) is opened here on a socket we own
 //! (`Config::connect_raw`: tokio-postgres still negotiates TLS, channel
 //! binding and authentication, as for every other connection) and the
 //! stream handed to tokio-postgres is a [`Tapped`] stream: the socket
@@ -241,7 +243,7 @@ where
     }
 }
 
-/// The raw side of a loader's connection.
+/// The raw side of a connection opened by `Target::connect_wire`.
 #[derive(Clone)]
 pub struct Wire(Shared);
 

@@ -111,7 +111,7 @@ impl<'a> CopyOut<'a> {
             None => Ok(()),
         };
         if let Err(e) = sent {
-            return Err(copy.broken(format!("sending the COPY failed: {e}")).await);
+            return Err(copy.ended(&format!("sending the COPY failed: {e}")).await);
         }
         // Up to CopyOutResponse (or the error): no data asked for yet.
         let mut none = BytesMut::new();
