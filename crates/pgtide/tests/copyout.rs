@@ -157,6 +157,13 @@ async fn requests_the_client_made_before_the_copy_are_answered_to_the_client() {
             // statement dropped here sends Close + Sync on its own: their
             // answers must not reach the COPY (nor the COPY's the client).
             client.prepare("SELECT 1").await.unwrap();
+            // The connection task gets to send the Close (and may or may
+            // not read its answer) before the COPY takes the stream.
+            match i % 3 {
+                0 => {}
+                1 => tokio::task::yield_now().await,
+                _ => tokio::time::sleep(std::time::Duration::from_millis(1)).await,
+            }
             let mut copy = CopyOut::start(&client, &wire, "COPY (SELECT 1, 2) TO STDOUT")
                 .await
                 .unwrap();
