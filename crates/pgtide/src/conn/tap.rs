@@ -256,7 +256,13 @@ impl Wire {
     /// and `copy_in` finish at ParseComplete/RowDescription and
     /// CommandComplete) may leave that ReadyForQuery unread: the raw
     /// session must expect it (`load::wire` skips a ReadyForQuery that
-    /// answers nothing it sent).
+    /// answers nothing it sent). Skipping is not the whole story: the
+    /// connection task still waits for that ReadyForQuery (it pairs each
+    /// request with the answer up to its ReadyForQuery), and a dropped
+    /// named `Statement` makes the task send Close + Sync on its own, so
+    /// a CloseComplete may come too. `copyout` therefore takes the stream
+    /// only after a sync point (`batch_execute("")`: once it is answered,
+    /// every earlier request is), which leaves nothing to skip.
     pub fn raw(&self) -> Raw<'_> {
         self.0.set_mode(Mode::Raw);
         Raw(&self.0)
