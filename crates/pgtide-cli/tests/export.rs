@@ -1,6 +1,7 @@
 //! `pgtide export` end to end through the binary: JSON summary, stdout with
 //! compression, and the `error:` + `hint:` lines and exit code 2 of a
-//! missing table, a write permission error and a full device.
+//! missing table, an error in the middle of the COPY, a write permission
+//! error and a full device.
 
 use std::process::{Command, Output, Stdio};
 
@@ -136,6 +137,39 @@ fn a_missing_table_is_exit_2_with_a_hint_and_no_file() {
     ]));
     assert_error(&out, "table events does not exist", "quote");
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+}
+
+#[test]
+fn an_error_in_the_middle_of_the_copy_is_exit_2_and_no_file() {
+    let c = cluster_with_table();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("x.csv");
+    // Row 50,000 fails after the rows before it were sent.
+    let query =
+        "SELECT CASE WHEN g = 50000 THEN 1/(g-g) ELSE g END FROM generate_series(1,100000) g";
+    let out = run(&mut pgtide(&[
+        "export",
+        "--query",
+        query,
+        "--output",
+        &file.display().to_string(),
+        "--db",
+        &c.conninfo(),
+    ]));
+    assert_error(&out, "division by zero", "nothing was written");
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+    // To stdout: what came before the error may be out, but the exit
+    // status says it failed.
+    let out = run(&mut pgtide(&[
+        "export",
+        "--query",
+        query,
+        "--output",
+        "-",
+        "--db",
+        &c.conninfo(),
+    ]));
+    assert_error(&out, "division by zero", "stdout may have received part");
 }
 
 #[test]

@@ -11,6 +11,7 @@ pub mod chunk;
 pub mod cluster;
 pub mod conn;
 pub mod copyopts;
+pub mod copyout;
 pub mod error;
 pub mod export;
 pub mod failure;

@@ -22,7 +22,7 @@
 use tokio_postgres::types::Oid;
 use tokio_postgres::Client;
 
-use crate::conn::Target;
+use crate::conn::{Target, Wire};
 use crate::error::{Error, Result};
 use crate::ident::quote_literal;
 
@@ -39,8 +39,10 @@ pub struct Snapshot {
     /// Per table given to [`open`], in that order: its blocks when the
     /// snapshot was taken.
     pub blocks: Vec<u64>,
-    /// One connection per reader, each inside the snapshot.
-    pub workers: Vec<Client>,
+    /// One connection per reader, each inside the snapshot, with its
+    /// [`Wire`]: readers run their COPY on the raw stream
+    /// ([`crate::copyout`]).
+    pub workers: Vec<(Client, Wire)>,
 }
 
 impl Snapshot {
@@ -94,12 +96,12 @@ pub async fn open(
         quote_literal(&id)
     );
     let connections = (0..workers).map(|_| async {
-        let c = target.connect().await?;
+        let (c, _notices, wire) = target.connect_wire().await?;
         if !session.is_empty() {
             c.batch_execute(session).await?;
         }
         c.batch_execute(&import).await?;
-        Ok::<_, Error>(c)
+        Ok::<_, Error>((c, wire))
     });
     let workers = futures_util::future::try_join_all(connections).await?;
     Ok(Snapshot {

@@ -17,7 +17,8 @@
 //! - `connect`: the per-host attempt loop (one for tokio-postgres' socket
 //!   and for pgtide's own).
 //! - `explain`: a failed attempt as an error naming the host, with a hint.
-//! - `tap`: a loader's socket shared with a raw protocol session.
+//! - `tap`: a socket shared with a raw protocol session (`load::wire`'s
+//!   pipeline, `copyout`'s COPY TO STDOUT).
 //!
 //! This module knows nothing about tables, files or COPY, and never
 //! prints. A password never appears in a message, `Debug` or
@@ -139,8 +140,9 @@ impl Target {
     /// Like [`Target::connect_with_notices`], on a socket pgtide owns, with
     /// the [`Wire`] through which a raw protocol session may use the
     /// connection between the client's requests (`load::wire`: pipelined
-    /// INSERTs with one Sync per window). TLS and authentication are
-    /// tokio-postgres' own, as for [`Target::connect`].
+    /// INSERTs with one Sync per window; `copyout`: COPY TO STDOUT, many
+    /// rows per read). TLS and authentication are tokio-postgres' own, as
+    /// for [`Target::connect`].
     pub async fn connect_wire(&self) -> Result<(tokio_postgres::Client, Notices, Wire)> {
         connect::connect_wire(self).await
     }

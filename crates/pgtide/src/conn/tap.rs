@@ -1,11 +1,13 @@
 //! One connection's byte stream, shared between tokio-postgres and a raw
 //! protocol session ([`Wire`]).
 //!
-//! tokio-postgres' `Client` does not expose its socket, and its extended
-//! query API sends Sync after every statement. A loop that wants many
-//! Bind/Execute messages under one Sync (`load::wire`) must write the
-//! protocol itself, on the same connection, inside the same transaction.
-//! So a loader's connection is opened here on a socket we own
+//! tokio-postgres' `Client` does not expose its socket, its extended
+//! query API sends Sync after every statement, and its `copy_out` hands
+//! over one stream item per row. A loop that wants many Bind/Execute
+//! messages under one Sync (`load::wire`), or many COPY rows per socket
+//! read (`copyout`), must speak the protocol itself, on the same
+//! connection, inside the same transaction. So such a connection (a
+//! loader's, an export's or a copy's reader) is opened here on a socket we own
 //! (`Config::connect_raw`: tokio-postgres still negotiates TLS, channel
 //! binding and authentication, as for every other connection) and the
 //! stream handed to tokio-postgres is a [`Tapped`] stream: the socket
@@ -241,19 +243,28 @@ where
     }
 }
 
-/// The raw side of a loader's connection.
+/// The raw side of a connection opened by `Target::connect_wire`.
 #[derive(Clone)]
 pub struct Wire(Shared);
 
 impl Wire {
-    /// Takes the stream from tokio-postgres until the guard is dropped.
+    /// Takes the stream from tokio-postgres until the guard is dropped
+    /// (or until [`Wire::replay`], [`Wire::error`] or [`Wire::kill`]).
     ///
     /// Call only when the `Client` has no request in flight. A request
     /// that returned before its ReadyForQuery (tokio-postgres' `prepare`
     /// and `copy_in` finish at ParseComplete/RowDescription and
-    /// CommandComplete) may leave that ReadyForQuery unread: the raw
-    /// session must expect it (`load::wire` skips a ReadyForQuery that
-    /// answers nothing it sent).
+    /// CommandComplete) may leave that ReadyForQuery unread, and the
+    /// connection task still waits for it (it pairs each request with the
+    /// answer up to its ReadyForQuery): a raw session must never read it,
+    /// or the client's next request hangs. A dropped named `Statement`
+    /// makes the task send Close + Sync on its own, so a CloseComplete
+    /// may come too. So the stream is taken only after a request that
+    /// read its ReadyForQuery: `copyout` makes a sync point first
+    /// (`batch_execute("")`: once it is answered, every earlier request
+    /// is), `load::wire` after its `copy_in` of a refused record, and
+    /// `load::wire_copy` runs only between such requests; each treats a
+    /// message it did not ask for as out of step and kills the connection.
     pub fn raw(&self) -> Raw<'_> {
         self.0.set_mode(Mode::Raw);
         Raw(&self.0)
@@ -279,14 +290,61 @@ impl Wire {
     pub fn normal(&self) {
         self.0.set_mode(Mode::Normal);
     }
+
+    /// The `tokio_postgres::Error` of a server's ErrorResponse that a raw
+    /// session read (`response`: the whole message, tag included), built
+    /// by tokio-postgres itself through [`Wire::replay`], so it carries
+    /// the full `DbError` (SQLSTATE, message, detail, context) as if the
+    /// client had run the statement. Call with no request in flight,
+    /// before or after the [`Raw`] guard is dropped (before: nothing the
+    /// socket holds, such as its end, is read first). The ReadyForQuery that
+    /// ends the replayed answer says "failed transaction"; tokio-postgres
+    /// does not read its status.
+    pub async fn error(
+        &self,
+        client: &tokio_postgres::Client,
+        response: &[u8],
+    ) -> tokio_postgres::Error {
+        let mut answer = Vec::with_capacity(response.len() + 6);
+        answer.extend_from_slice(response);
+        answer.extend_from_slice(&[b'Z', 0, 0, 0, 5, b'E']);
+        self.replay(&answer);
+        let result = client.batch_execute("").await;
+        self.normal();
+        match result {
+            Err(error) => error,
+            // Not an ErrorResponse after all: out of step.
+            Ok(()) => self.close(client).await,
+        }
+    }
+
+    /// Ends the connection (a raw session found it broken or out of step)
+    /// and returns the error the client's next request gets: "connection
+    /// closed", which `error::classify` calls a lost connection.
+    pub async fn close(&self, client: &tokio_postgres::Client) -> tokio_postgres::Error {
+        self.kill();
+        match client.batch_execute("").await {
+            Err(error) => error,
+            Ok(()) => unreachable!("a killed stream answers nothing"),
+        }
+    }
 }
 
 /// The stream in raw mode; dropping it gives the stream back.
 pub struct Raw<'a>(&'a Shared);
 
 impl Drop for Raw<'_> {
+    /// Back to normal, unless the raw session chose another mode while it
+    /// held the stream: a replay (its answer must come before anything the
+    /// socket has, e.g. the end of a terminated session) or dead.
     fn drop(&mut self) {
-        self.0.set_mode(Mode::Normal);
+        let mut s = self.0.lock();
+        if s.mode == Mode::Raw {
+            s.mode = Mode::Normal;
+        }
+        if let Some(w) = s.parked.take() {
+            w.wake();
+        }
     }
 }
 

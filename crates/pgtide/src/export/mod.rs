@@ -6,7 +6,8 @@
 //!   1 connection:  COPY (SELECT cols FROM t | query) TO STDOUT
 //!   N connections: parallel::open (one exported snapshot), block ranges
 //!                  parallel::pump: ranges in block order
-//!   -> receive: CopyData messages gathered into 256 KiB pieces
+//!   -> receive: the COPY read off the socket (crate::copyout), many
+//!      CopyData messages per read, into 256 KiB pieces
 //!   -> output: one writer thread, gzip/zstd, FILE.partial -> fsync -> FILE
 //! ```
 //!
@@ -181,7 +182,8 @@ pub async fn run(
 ) -> Result<ExportReport> {
     opts.validate()?;
     let start = Instant::now();
-    let control = target.connect().await?;
+    // Its wire: with one connection, the COPY runs on it (`copyout`).
+    let (control, _notices, wire) = target.connect_wire().await?;
     let server_version: String = control.query_one("SHOW server_version", &[]).await?.get(0);
     let plan = plan(&control, opts).await?;
     let mut notes = Vec::new();
@@ -229,10 +231,10 @@ pub async fn run(
                 framing: Framing::Whole,
                 extra_messages: header_messages + u64::from(binary),
             };
-            (vec![job], vec![control], None, 1)
+            (vec![job], vec![(control, wire)], None, 1)
         }
         Some(t) => {
-            drop(control);
+            drop((control, wire));
             let mut snap = snapshot::open(target, &[(t.name.quoted(), t.oid)], opts.workers, "")
                 .await
                 .map_err(|e| explain(e, &opts.output))?;

@@ -25,6 +25,7 @@ use tokio_postgres::Client;
 
 use super::output::Output;
 use super::receive::{receive, Job, Piece, Received};
+use crate::conn::Wire;
 use crate::error::Error;
 use crate::progress::Progress;
 
@@ -60,23 +61,23 @@ impl Drop for Tasks {
     }
 }
 
-/// Runs `jobs` on `clients` (each client takes the next job when free)
-/// and writes their bytes to `output` in job order.
+/// Runs `jobs` on `clients` (each client, with its [`Wire`], takes the
+/// next job when free) and writes their bytes to `output` in job order.
 pub async fn pump(
     jobs: Vec<Job>,
-    clients: Vec<Client>,
+    clients: Vec<(Client, Wire)>,
     output: &Output,
     progress: Arc<Progress>,
 ) -> std::result::Result<Received, PumpError> {
     let window = clients.len() + WINDOW_EXTRA;
     let (job_tx, job_rx) = async_channel::unbounded::<(Job, mpsc::Sender<Piece>)>();
     let mut tasks = Tasks(Vec::new());
-    for (i, client) in clients.into_iter().enumerate() {
+    for (i, (client, wire)) in clients.into_iter().enumerate() {
         let jobs = job_rx.clone();
         let progress = progress.clone();
         tasks.0.push(tokio::spawn(async move {
             while let Ok((job, tx)) = jobs.recv().await {
-                let got = receive(&client, &job, &tx, &progress).await;
+                let got = receive(&client, &wire, &job, &tx, &progress).await;
                 match got {
                     Ok(r) => {
                         if let Some(w) = progress.worker_rows.get(i) {

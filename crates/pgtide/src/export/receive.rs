@@ -1,26 +1,32 @@
-//! One `COPY ... TO STDOUT` received into pieces of about
-//! [`PIECE_BYTES`].
+//! One `COPY ... TO STDOUT` received into pieces of [`PIECE_BYTES`].
 //!
 //! The server sends one CopyData message per row (the binary header rides
-//! in front of the first row, the binary trailer is a message of its own),
-//! so messages are gathered into larger pieces before they cross a
-//! channel: a piece, not a row, is the unit of hand-over.
+//! in front of the first row, the binary trailer is a message of its own).
+//! [`crate::copyout`] reads them off the socket many per read and puts
+//! their bytes straight into a piece; a piece, not a row, is the unit of
+//! hand-over to the writer. A piece ends where [`PIECE_BYTES`] ends, even
+//! inside a row: the pieces are only ever concatenated.
 //!
 //! For a range of a parallel binary export, the range's own file header
 //! and trailer are stripped here ([`Framing::BinaryBody`]); the output
 //! gets one header and one trailer around all ranges.
+//!
+//! A range is complete only when the server ended its COPY and the rows
+//! it counted (`COPY n`) are the rows received: anything else is an
+//! error, never a short output.
 
 use bytes::{Buf, Bytes, BytesMut};
-use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio_postgres::Client;
 
+use crate::conn::Wire;
+use crate::copyout::CopyOut;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 
-/// Target size of a piece. Large enough that channel and write overhead
-/// vanish next to the bytes (a row is often under 100 bytes), small enough
-/// that the pieces in flight stay a few MiB.
+/// Size of a piece. Large enough that channel and write overhead vanish
+/// next to the bytes (a row is often under 100 bytes), small enough that
+/// the pieces in flight stay a few MiB.
 pub const PIECE_BYTES: usize = 256 * 1024;
 
 /// What to do with the stream's framing.
@@ -68,16 +74,17 @@ pub enum Piece {
 #[derive(Debug)]
 pub struct Abandoned;
 
-/// Runs `job.sql` (a `COPY ... TO STDOUT`) on `client` and sends its
-/// bytes to `tx` in pieces. Ends with [`Piece::Done`] or
-/// [`Piece::Failed`].
+/// Runs `job.sql` (a `COPY ... TO STDOUT`) on `client`'s connection
+/// (through its `wire`) and sends its bytes to `tx` in pieces. Ends with
+/// [`Piece::Done`] or [`Piece::Failed`].
 pub async fn receive(
     client: &Client,
+    wire: &Wire,
     job: &Job,
     tx: &mpsc::Sender<Piece>,
     progress: &Progress,
 ) -> std::result::Result<Received, Abandoned> {
-    match stream(client, job, tx, progress).await {
+    match stream(client, wire, job, tx, progress).await {
         Ok(Ok(r)) => {
             tx.send(Piece::Done(r)).await.map_err(|_| Abandoned)?;
             Ok(r)
@@ -92,38 +99,43 @@ pub async fn receive(
 
 async fn stream(
     client: &Client,
+    wire: &Wire,
     job: &Job,
     tx: &mpsc::Sender<Piece>,
     progress: &Progress,
 ) -> Result<std::result::Result<Received, Abandoned>> {
-    let (framing, extra_messages) = (job.framing, job.extra_messages);
-    let copy = client.copy_out(job.sql.as_str()).await?;
-    futures_util::pin_mut!(copy);
+    let (framing, extra) = (job.framing, job.extra_messages);
+    let mut copy = CopyOut::start(client, wire, &job.sql).await?;
+    // A binary range's trailer may be cut by a piece's end: its bytes are
+    // held back until the COPY has ended.
+    let keep = match framing {
+        Framing::BinaryBody => copyfmt::binary::TRAILER.len(),
+        Framing::Whole => 0,
+    };
     let mut buf = BytesMut::with_capacity(PIECE_BYTES);
     let mut got = Received::default();
-    let mut messages = 0u64;
-    let mut unreported = 0u64;
+    let mut reported = 0u64;
     let mut header_pending = framing == Framing::BinaryBody;
-    while let Some(message) = copy.next().await {
-        let message = message?;
-        messages += 1;
-        unreported += 1;
-        if !buf.is_empty() && buf.len() + message.len() > PIECE_BYTES {
-            if header_pending {
-                strip_header(&mut buf, &mut header_pending)?;
-            }
-            got.bytes += buf.len() as u64;
-            Progress::add(&progress.read_bytes, buf.len() as u64);
-            Progress::add(&progress.rows_read, unreported);
-            unreported = 0;
-            if tx.send(Piece::Data(buf.split().freeze())).await.is_err() {
-                return Ok(Err(Abandoned));
-            }
+    loop {
+        let more = copy.fill(&mut buf, PIECE_BYTES).await?;
+        // The first piece is whole (or the whole COPY): the header is in.
+        if header_pending {
+            strip_header(&mut buf, &mut header_pending)?;
         }
-        buf.extend_from_slice(&message);
-    }
-    if header_pending {
-        strip_header(&mut buf, &mut header_pending)?;
+        if !more {
+            break;
+        }
+        let piece = buf.split_to(buf.len().saturating_sub(keep)).freeze();
+        buf.reserve(PIECE_BYTES);
+        // The rows begun so far; the last may continue in the next piece.
+        let rows = copy.messages().saturating_sub(extra);
+        got.bytes += piece.len() as u64;
+        Progress::add(&progress.read_bytes, piece.len() as u64);
+        Progress::add(&progress.rows_read, rows.saturating_sub(reported));
+        reported = reported.max(rows);
+        if tx.send(Piece::Data(piece)).await.is_err() {
+            return Ok(Err(Abandoned));
+        }
     }
     if framing == Framing::BinaryBody {
         // The last message is the trailer, a field count of -1.
@@ -133,13 +145,18 @@ async fn stream(
         }
         buf.truncate(buf.len() - trailer.len());
     }
-    got.rows = messages.saturating_sub(extra_messages);
+    let messages = copy.messages();
+    got.rows = messages.saturating_sub(extra);
+    if copy.rows() != Some(got.rows) || messages < extra {
+        return Err(Error::bug(format!(
+            "the server counted {} rows but {messages} COPY messages were received \
+             ({extra} of them not rows); the export was stopped",
+            copy.rows().map_or("no".to_owned(), |n| n.to_string()),
+        )));
+    }
     got.bytes += buf.len() as u64;
     Progress::add(&progress.read_bytes, buf.len() as u64);
-    Progress::add(
-        &progress.rows_read,
-        unreported.saturating_sub(extra_messages),
-    );
+    Progress::add(&progress.rows_read, got.rows.saturating_sub(reported));
     if !buf.is_empty() && tx.send(Piece::Data(buf.freeze())).await.is_err() {
         return Ok(Err(Abandoned));
     }

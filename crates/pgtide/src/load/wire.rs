@@ -101,9 +101,6 @@ pub(super) async fn rows(
     let mut total = 0u64;
     while records.peek().is_some() {
         let mut raw = wire.raw();
-        // The first window after taking the stream may find a ReadyForQuery
-        // that a client request left unread.
-        let mut fresh = true;
         // Windows until the batch ends or a record needs its own COPY.
         let mut bad = None;
         while records.peek().is_some() && bad.is_none() {
@@ -147,7 +144,7 @@ pub(super) async fn rows(
                 break;
             }
             frontend::sync(&mut out);
-            match window(&mut raw, &out, &mut input, parse, first, n, user, fresh).await {
+            match window(&mut raw, &out, &mut input, parse, first, n, user).await {
                 Ok(rows) => {
                     total += rows;
                     prepared.0 = true;
@@ -158,13 +155,17 @@ pub(super) async fn rows(
                     return Err(deliver(client, wire, failed).await);
                 }
             }
-            fresh = false;
         }
         drop(raw);
         if let Some((i, record)) = bad {
             total += copy_one(client, spec, record)
                 .await
                 .map_err(|e| BatchError::at(i, e))?;
+            // `copy_in` returns at CommandComplete: its ReadyForQuery may
+            // still be on the socket, owed to tokio-postgres. A request
+            // that completes proves it was read before the stream is taken
+            // again (a raw session that ate it would hang the client).
+            client.batch_execute("").await.map_err(BatchError::plain)?;
         }
     }
     Ok(total)
@@ -198,8 +199,9 @@ fn bind(out: &mut BytesMut, format: i16, fields: &Fields) -> std::io::Result<()>
 /// Sends one window (`out`, ending with Sync) and reads its answers: `n`
 /// rows, the first being record `first` of the batch, after a Parse when
 /// `parse`. Returns the rows inserted, or whether the Parse succeeded and
-/// what failed. `fresh`: a ReadyForQuery before anything else is a client
-/// request's, left unread, and skipped.
+/// what failed. The stream is taken only after a client request that read
+/// its ReadyForQuery, so a ReadyForQuery before the window's end is out of
+/// place (the connection is then killed, never left to hang).
 #[allow(clippy::too_many_arguments)]
 async fn window(
     raw: &mut Raw<'_>,
@@ -209,7 +211,6 @@ async fn window(
     first: u64,
     n: usize,
     user: bool,
-    mut fresh: bool,
 ) -> Result<u64, (bool, Failed)> {
     let broken = |parsed| (parsed, Failed::Broken);
     if raw.write_all(out).await.is_err() || raw.flush().await.is_err() {
@@ -223,9 +224,7 @@ async fn window(
         let Some((message, frame)) = next_message(raw, input).await else {
             return Err(broken(parsed));
         };
-        let stale = std::mem::take(&mut fresh);
         match message {
-            Message::ReadyForQuery(_) if stale => fresh = false,
             Message::ReadyForQuery(_) => {
                 return match error {
                     None if done == n => Ok(rows),
@@ -265,23 +264,14 @@ async fn window(
 /// fails as a closed connection.
 pub(super) async fn deliver(client: &Client, wire: &Wire, failed: Failed) -> BatchError {
     match failed {
-        Failed::Server {
-            record,
-            mut response,
-        } => {
-            // The answer of a request that fails: its error, then
-            // ReadyForQuery in a failed transaction.
-            response.extend_from_slice(&[b'Z', 0, 0, 0, 5, b'E']);
-            wire.replay(&response);
-            let result = client.batch_execute("").await;
-            wire.normal();
-            match result {
-                Err(error) => BatchError {
-                    record,
-                    commit_unknown: false,
-                    error,
-                },
-                Ok(()) => closed(client, wire).await,
+        Failed::Server { record, response } => {
+            let error = wire.error(client, &response).await;
+            BatchError {
+                // A replay that did not fail closed the connection: no row
+                // is to blame.
+                record: record.filter(|_| !error.is_closed()),
+                commit_unknown: false,
+                error,
             }
         }
         Failed::Broken => closed(client, wire).await,
@@ -291,11 +281,7 @@ pub(super) async fn deliver(client: &Client, wire: &Wire, failed: Failed) -> Bat
 /// Ends the connection (it may be out of step) and returns the error the
 /// client's next request gets.
 pub(super) async fn closed(client: &Client, wire: &Wire) -> BatchError {
-    wire.kill();
-    match client.batch_execute("").await {
-        Err(error) => BatchError::plain(error),
-        Ok(()) => unreachable!("a killed stream answers nothing"),
-    }
+    BatchError::plain(wire.close(client).await)
 }
 
 /// The next backend message from `rd`, read into `input` as needed, with

@@ -138,7 +138,6 @@ async fn answers<R: tokio::io::AsyncRead + Unpin>(
     let mut out = Vec::with_capacity(steps.len());
     // A ReadyForQuery before anything else answers a client request that
     // returned without reading it (see `Wire::raw`).
-    let mut fresh = true;
     for step in steps {
         let copy = step.copy.map(|(c, _)| c);
         let mut a = Answer {
@@ -148,10 +147,13 @@ async fn answers<R: tokio::io::AsyncRead + Unpin>(
         };
         loop {
             let (message, frame) = next_message(rd, &mut input).await.ok_or(Broken)?;
-            let stale = std::mem::take(&mut fresh);
             let fine = a.error.is_none();
             match message {
-                Message::ReadyForQuery(_) if stale => {}
+                // Every step's first answer is a CommandComplete or an
+                // error: a ReadyForQuery first would be one a client
+                // request left unread (and tokio-postgres still awaits):
+                // the connection is out of step, and killed.
+                Message::ReadyForQuery(_) if fine && a.completed == 0 => return Err(Broken),
                 Message::ReadyForQuery(_) => break,
                 Message::CopyInResponse(_) if fine && copy == Some(a.completed) => {}
                 Message::CommandComplete(body) if fine => {

@@ -23,7 +23,7 @@ use tokio_postgres::Client;
 use super::options::TransferOptions;
 use super::plan::Planned;
 use super::range::{self, Done, Job};
-use crate::conn::Target;
+use crate::conn::{Target, Wire};
 use crate::error::{Error, ErrorKind};
 use crate::progress::Progress;
 use crate::snapshot;
@@ -73,7 +73,7 @@ pub(super) fn jobs(plans: &[Planned], blocks: &[u64], opts: &TransferOptions) ->
 /// failure (or the stop request).
 pub(super) async fn pool(
     jobs: Vec<Job>,
-    sources: Vec<Client>,
+    sources: Vec<(Client, Wire)>,
     targets: Vec<Client>,
     to: &Target,
     progress: Arc<Progress>,

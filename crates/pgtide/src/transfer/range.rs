@@ -6,24 +6,27 @@
 //! target: BEGIN [; TRUNCATE t]; SELECT txid_current()
 //! target: COPY t (cols) FROM STDIN (FORMAT f [, FREEZE])
 //! source: COPY (SELECT cols FROM t WHERE ctid in [a,b)) TO STDOUT (FORMAT f)
-//!         CopyData messages gathered into MESSAGE_BYTES pieces -> target
+//!         read off the socket (crate::copyout), many CopyData messages
+//!         per read, into MESSAGE_BYTES pieces -> target
+//! source: its CommandComplete row count == CopyData messages received?
 //! target: server row count == rows received? then COMMIT, else ROLLBACK
 //! ```
 //!
 //! Nothing is decoded: the bytes the source sends are the bytes the
 //! target reads (a binary range carries its own header and trailer, as
-//! a binary COPY FROM expects). Memory: one piece per job, plus what
-//! tokio-postgres buffers per connection.
+//! a binary COPY FROM expects). Memory: one piece and one socket read
+//! per job, plus what tokio-postgres buffers per connection.
 //!
 //! A COMMIT without answer (the connection broke) is settled with
 //! `txid_status` on a new connection, so a range is reported committed
 //! exactly when it is.
 
 use bytes::BytesMut;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
-use crate::conn::Target;
+use crate::conn::{Target, Wire};
+use crate::copyout::CopyOut;
 use crate::error::{Error, ErrorKind, Result};
 use crate::progress::Progress;
 
@@ -64,11 +67,11 @@ pub struct Done {
     pub bytes: u64,
 }
 
-/// Copies `job` from `source` (inside the snapshot) to `target` (its
-/// client; `target_conn` to settle a lost COMMIT). On error the target
-/// transaction is rolled back (or was never committed).
+/// Copies `job` from `source` (inside the snapshot, with its [`Wire`]) to
+/// `target` (its client; `target_conn` to settle a lost COMMIT). On error
+/// the target transaction is rolled back (or was never committed).
 pub async fn run(
-    source: &Client,
+    source: &(Client, Wire),
     target: &Client,
     target_conn: &Target,
     job: &Job,
@@ -123,49 +126,55 @@ async fn committed(target: &Target, txid: &str) -> bool {
     }
 }
 
-async fn copy(source: &Client, target: &Client, job: &Job, progress: &Progress) -> Result<Done> {
+async fn copy(
+    (source, wire): &(Client, Wire),
+    target: &Client,
+    job: &Job,
+    progress: &Progress,
+) -> Result<Done> {
     let sink = target
         .copy_in::<_, bytes::Bytes>(job.target_sql.as_str())
         .await
         .map_err(|e| side("the target", e))?;
     futures_util::pin_mut!(sink);
-    let stream = source
-        .copy_out(job.source_sql.as_str())
+    let mut stream = CopyOut::start(source, wire, &job.source_sql)
         .await
         .map_err(|e| side("the source", e))?;
-    futures_util::pin_mut!(stream);
     let mut buf = BytesMut::with_capacity(MESSAGE_BYTES);
-    let mut messages = 0u64;
-    let mut unreported = 0u64;
+    let mut reported = 0u64;
     let mut bytes = 0u64;
-    while let Some(message) = stream.next().await {
-        let message = message.map_err(|e| side("the source", e))?;
-        messages += 1;
-        unreported += 1;
-        buf.extend_from_slice(&message);
-        if buf.len() >= MESSAGE_BYTES {
-            bytes += buf.len() as u64;
-            Progress::add(&progress.read_bytes, buf.len() as u64);
-            Progress::add(&progress.rows_read, unreported);
-            unreported = 0;
-            sink.feed(buf.split().freeze())
-                .await
-                .map_err(|e| side("the target", e))?;
+    loop {
+        let more = stream
+            .fill(&mut buf, MESSAGE_BYTES)
+            .await
+            .map_err(|e| side("the source", e))?;
+        if buf.is_empty() {
+            break;
         }
-    }
-    bytes += buf.len() as u64;
-    Progress::add(&progress.read_bytes, buf.len() as u64);
-    Progress::add(
-        &progress.rows_read,
-        unreported.saturating_sub(job.extra_messages),
-    );
-    if !buf.is_empty() {
-        sink.feed(buf.freeze())
+        // Rows begun so far (the trailer is not one).
+        let rows = stream.messages().saturating_sub(job.extra_messages);
+        bytes += buf.len() as u64;
+        Progress::add(&progress.read_bytes, buf.len() as u64);
+        Progress::add(&progress.rows_read, rows.saturating_sub(reported));
+        reported = reported.max(rows);
+        sink.feed(buf.split().freeze())
             .await
             .map_err(|e| side("the target", e))?;
+        if !more {
+            break;
+        }
+        buf.reserve(MESSAGE_BYTES);
+    }
+    let messages = stream.messages();
+    let sent = messages.saturating_sub(job.extra_messages);
+    if stream.rows() != Some(sent) || messages < job.extra_messages {
+        return Err(Error::bug(format!(
+            "the source counted {} rows but {messages} COPY messages were received; the range \
+             was rolled back",
+            stream.rows().map_or("no".to_owned(), |n| n.to_string()),
+        )));
     }
     let stored = sink.finish().await.map_err(|e| side("the target", e))?;
-    let sent = messages.saturating_sub(job.extra_messages);
     if stored == sent || (stored < sent && job.may_skip) {
         return Ok(Done {
             rows: stored,
