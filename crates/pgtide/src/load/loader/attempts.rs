@@ -76,7 +76,7 @@ impl Loader {
     /// that cannot be proven in step after the rollback is discarded, and
     /// the error then reads as a broken connection.
     pub async fn attempt(&mut self, batch: &Batch) -> Result<u64, BatchError> {
-        if let Some(wire) = self.copy_on_wire(batch) {
+        if let Some(wire) = self.copy_on_wire() {
             let mut results = self.on_wire(&wire, std::slice::from_ref(batch)).await;
             return results.pop().unwrap_or(Ok(0));
         }
@@ -126,15 +126,15 @@ impl Loader {
         }
     }
 
-    /// The connection's stream, when `batch` is a plain COPY that
-    /// [`wire_copy::script`] can send: not `ON_ERROR` (its notices are
-    /// read by tokio-postgres), not staged for `--on-conflict`, no ledger
-    /// row to add (`--resume`).
-    fn copy_on_wire(&self, batch: &Batch) -> Option<Wire> {
+    /// The connection's stream, when attempts are plain COPYs that
+    /// [`wire_copy::script`] can send: not staged for `--on-conflict`, no
+    /// ledger row to add (`--resume`). Not `ON_ERROR ignore` either, even
+    /// on PostgreSQL 17+: isolation's ranges come after the chunk's own
+    /// attempt (which used it) and after screening, so they are expected
+    /// to load, and a row that still fails is located by the server.
+    fn copy_on_wire(&self) -> Option<Wire> {
         let s = &self.spec;
-        let lenient = s.on_error_sql.is_some() && self.notices.is_some() && batch.records > 1;
-        let plain =
-            s.method == Method::Copy && s.upsert.is_none() && self.mark.is_none() && !lenient;
+        let plain = s.method == Method::Copy && s.upsert.is_none() && self.mark.is_none();
         self.wire.clone().filter(|_| plain)
     }
 
@@ -143,8 +143,7 @@ impl Loader {
     /// last result), the batches after them were not run. Plain COPYs go
     /// all in one round trip; other methods one batch per call.
     pub async fn attempts(&mut self, batches: &[Batch]) -> Vec<Result<u64, BatchError>> {
-        let wires: Option<Vec<Wire>> = batches.iter().map(|b| self.copy_on_wire(b)).collect();
-        if let Some(wire) = wires.and_then(|w| w.into_iter().next()) {
+        if let Some(wire) = self.copy_on_wire() {
             return self.on_wire(&wire, batches).await;
         }
         // One at a time: what `ON_ERROR` skipped is only known for the
