@@ -45,7 +45,7 @@ const MIN_WINDOW: usize = 64;
 /// drops them), so the bytes bound what a bad row costs the wire.
 const AHEAD: usize = 64;
 /// See [`AHEAD`].
-const AHEAD_BYTES: usize = 256 * 1024;
+const AHEAD_BYTES: usize = 64 * 1024;
 
 /// How isolation sends a range: through a loader that reconnects and
 /// retries as the main path does (the worker's `Session`), so that a
