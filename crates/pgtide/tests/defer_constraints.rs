@@ -8,11 +8,10 @@ mod support;
 
 use std::sync::Arc;
 
-use pgtide::copyopts::CopyFormat;
 use pgtide::ident::QualifiedName;
 use pgtide::load::{self, indexes, LoadOptions};
 use pgtide::progress::Progress;
-use support::{Compress, Db};
+use support::Db;
 
 const TABLE: &str = "CREATE TABLE {t} (id int PRIMARY KEY, n int NOT NULL, s text,
         CONSTRAINT {t}_s_key UNIQUE (s) DEFERRABLE INITIALLY DEFERRED);
@@ -49,12 +48,7 @@ async fn shape(db: &Db, t: &str) -> Vec<String> {
 }
 
 fn options(db: &Db, data: &[u8], t: &str) -> LoadOptions {
-    let path = db.file(data, Compress::None);
-    let mut o = LoadOptions::new(
-        vec![path.to_string_lossy().into_owned()],
-        QualifiedName::parse(t).unwrap(),
-        CopyFormat::Csv,
-    );
+    let mut o = db.csv_options(data, t);
     o.defer_indexes = true;
     o.defer_constraints = true;
     o.workers = 2;

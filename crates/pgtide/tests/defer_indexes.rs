@@ -7,11 +7,10 @@ mod support;
 use std::sync::Arc;
 
 use pgtide::catalog::Table;
-use pgtide::copyopts::CopyFormat;
 use pgtide::ident::QualifiedName;
 use pgtide::load::{self, indexes, LoadOptions};
 use pgtide::progress::Progress;
-use support::{Compress, Db};
+use support::Db;
 
 const INDEXES: &str = "CREATE INDEX ON {t} (n);
      CREATE INDEX {t}_lower ON {t} (lower(s)) WHERE n > 10;
@@ -43,12 +42,7 @@ async fn index_defs(db: &Db, t: &str) -> Vec<String> {
 }
 
 fn options(db: &Db, data: &[u8], t: &str) -> LoadOptions {
-    let path = db.file(data, Compress::None);
-    let mut o = LoadOptions::new(
-        vec![path.to_string_lossy().into_owned()],
-        QualifiedName::parse(t).unwrap(),
-        CopyFormat::Csv,
-    );
+    let mut o = db.csv_options(data, t);
     o.defer_indexes = true;
     o.workers = 2;
     o.chunk_bytes = 4096;

@@ -14,12 +14,7 @@ use pgtide::progress::Progress;
 use support::{Compress, Db};
 
 fn options(db: &Db, data: &[u8], t: &str) -> LoadOptions {
-    let path = db.file(data, Compress::None);
-    let mut o = LoadOptions::new(
-        vec![path.to_string_lossy().into_owned()],
-        QualifiedName::parse(t).unwrap(),
-        CopyFormat::Csv,
-    );
+    let mut o = db.csv_options(data, t);
     o.single_transaction = true;
     o.chunk_bytes = 4096;
     o

@@ -118,6 +118,16 @@ impl Db {
         }
     }
 
+    /// Options to load `bytes` (written to a file) into `table` as CSV.
+    pub fn csv_options(&self, bytes: &[u8], table: &str) -> LoadOptions {
+        let path = self.file(bytes, Compress::None);
+        LoadOptions::new(
+            vec![path.to_string_lossy().into_owned()],
+            QualifiedName::parse(table).unwrap(),
+            CopyFormat::Csv,
+        )
+    }
+
     /// Writes `bytes` to a file the server can read.
     pub fn file(&self, bytes: &[u8], compress: Compress) -> PathBuf {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
