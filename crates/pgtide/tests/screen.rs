@@ -67,3 +67,55 @@ async fn suspects_are_tried_alone_and_load_when_the_server_takes_them() {
         assert_eq!(filled, 2, "{method:?}: the suspects loaded");
     }
 }
+
+/// A suspect is probed alone before the rows ahead of it are loaded: a
+/// refusal that may depend on them (here a foreign key to the row just
+/// before it) is not taken as the row's verdict; the row is tried again
+/// in its place, and loads.
+#[tokio::test]
+async fn a_suspect_refused_for_a_row_before_it_is_tried_again_in_its_place() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute(
+            "CREATE TABLE tree (id int PRIMARY KEY, up int REFERENCES tree, v int NOT NULL);
+             CREATE FUNCTION tree_fill() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN NEW.v := coalesce(NEW.v, -1); RETURN NEW; END $$;
+             CREATE TRIGGER tree_fill BEFORE INSERT ON tree FOR EACH ROW EXECUTE FUNCTION tree_fill();",
+        )
+        .await
+        .unwrap();
+    // Rows point at row 1. Row 50 looks bad (NULL v, filled by the
+    // trigger) and points at row 49; row 70 is bad (an int), and so row
+    // 71, which points at it, fails its foreign key.
+    let mut file = String::from("1,,1\n");
+    for i in 2..=100 {
+        file.push_str(&match i {
+            50 => "50,49,\n".to_owned(),
+            70 => "70,x,70\n".to_owned(),
+            71 => "71,70,71\n".to_owned(),
+            _ => format!("{i},1,{i}\n"),
+        });
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = db.file(file.as_bytes(), Compress::None);
+    let mut o = LoadOptions::new(
+        vec![path.to_string_lossy().into_owned()],
+        QualifiedName::parse("tree").unwrap(),
+        CopyFormat::Csv,
+    );
+    o.rejects = Some(dir.path().join("r.csv"));
+    let r = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+        .await
+        .unwrap();
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    let rejected = std::fs::read_to_string(o.rejects.as_ref().unwrap()).unwrap();
+    assert_eq!(rejected, "70,x,70\n71,70,71\n");
+    assert_eq!((r.rows_loaded, r.rows_rejected), (98, 2));
+    let filled: i64 = db
+        .client
+        .query_one("SELECT count(*) FROM tree WHERE id = 50 AND v = -1", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(filled, 1, "the suspect loaded in its place");
+}

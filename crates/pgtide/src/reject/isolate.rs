@@ -39,8 +39,8 @@ use crate::failure::RowFailure;
 /// round trips cost more than resending a few rows.
 const MIN_WINDOW: usize = 64;
 
-/// Ranges sent in one round trip ([`Resilient::attempts`]), after the
-/// first: at most this many, of at most [`AHEAD_BYTES`] together. When a
+/// Ranges sent in one round trip ([`Resilient::attempts`]): at most this
+/// many, those after the first of at most [`AHEAD_BYTES`] together. When a
 /// range fails, the ones behind it were sent for nothing (the server
 /// drops them), so the bytes bound what a bad row costs the wire.
 const AHEAD: usize = 64;
@@ -76,17 +76,13 @@ pub trait Resilient: Send {
         &mut self,
         batches: &[Batch],
     ) -> impl Future<Output = Vec<Result<u64, BatchError>>> + Send {
+        // One at a time: what the server skipped (`take_skipped`) is only
+        // known for the last batch run.
         async move {
-            let mut out = Vec::with_capacity(batches.len());
-            for b in batches {
-                let r = self.attempt(b).await;
-                let failed = r.is_err();
-                out.push(r);
-                if failed {
-                    break;
-                }
+            match batches.first() {
+                Some(b) => vec![self.attempt(b).await],
+                None => Vec::new(),
             }
-            out
         }
     }
     /// Tries each of `batches` alone inside the open transaction and undoes
@@ -312,9 +308,14 @@ async fn run(
             };
             let mut from = 0;
             match probed {
-                // Each suspect was tried alone (and undone): the ones the
-                // server refuses are rejected with its reason; the others
-                // load with the rows around them, in input order.
+                // Each suspect was tried alone (and undone), before the rows
+                // ahead of it were loaded. A bad value or a NULL in a NOT
+                // NULL column fails the same wherever the row goes: those
+                // are rejected with the server's reason. Any other refusal
+                // may depend on rows before it (a foreign key to one, a
+                // trigger reading the table): that suspect is tried again
+                // alone in its place. The others load with the rows around
+                // them, in input order.
                 Some(Ok(verdicts)) => {
                     for (&i, verdict) in suspects.iter().zip(verdicts) {
                         let Some(e) = verdict else { continue };
@@ -322,7 +323,11 @@ async fn run(
                             return Err(stop_error(&site, i, e));
                         }
                         queue.push_back((from, i, None));
-                        reject(out, &site, i, site.failure(i, &e), &mut may_reject)?;
+                        if regardless_of_order(&e) {
+                            reject(out, &site, i, site.failure(i, &e), &mut may_reject)?;
+                        } else {
+                            queue.push_back((i, i + 1, None));
+                        }
                         from = i + 1;
                     }
                 }
@@ -447,6 +452,15 @@ async fn run(
 /// other error is raised while that very row is processed.
 fn located_exactly(e: &BatchError) -> bool {
     !matches!(e.error.code().map(|c| c.code()), Some("22021" | "22P05"))
+}
+
+/// Whether a row's error is its own whatever was loaded before it: a bad
+/// value (class 22: input syntax, range, length, encoding, column count)
+/// or a NULL in a NOT NULL column.
+fn regardless_of_order(e: &BatchError) -> bool {
+    e.error
+        .code()
+        .is_some_and(|c| c.code().starts_with("22") || c.code() == "23502")
 }
 
 /// Records `lo..hi` of the chunk as one batch (a zero-copy slice).

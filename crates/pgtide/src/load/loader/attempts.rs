@@ -212,6 +212,9 @@ impl Loader {
         let untouched =
             |((a, _), _): ((Answer, &Step), &Batch)| a.error.is_some() && a.completed == 0;
         if !answers.all(untouched) {
+            // Out of step: the connection is gone, and that (not the row
+            // error) is the last result, so that isolation stops.
+            out.pop();
             out.push(Err(wire_copy::kill(&self.client, wire).await));
         }
         out
@@ -219,7 +222,9 @@ impl Loader {
 
     /// Tries each of `batches` alone and undoes it, in one round trip:
     /// for each, the server's error, or `None` when it loads on its own.
-    /// `None` when this loader cannot (not a plain COPY on the wire).
+    /// `None` when this loader cannot (not a plain COPY on the wire). A
+    /// batch that loads is inserted and undone: its sequence values are
+    /// spent, and its triggers ran (inside the transaction) once more.
     pub async fn probe(
         &mut self,
         batches: &[Batch],
