@@ -136,8 +136,6 @@ async fn answers<R: tokio::io::AsyncRead + Unpin>(
 ) -> Result<Vec<Answer>, Broken> {
     let mut input = BytesMut::with_capacity(8192);
     let mut out = Vec::with_capacity(steps.len());
-    // A ReadyForQuery before anything else answers a client request that
-    // returned without reading it (see `Wire::raw`).
     for step in steps {
         let copy = step.copy.map(|(c, _)| c);
         let mut a = Answer {

@@ -160,17 +160,14 @@ impl Loader {
         let mut out = Vec::with_capacity(batches.len());
         let s = self.spec.clone();
         let (settle, n) = std::mem::take(&mut self.open).settle();
+        let attempt = ATTEMPT.replace("{copy}", &s.copy_sql);
         let steps: Vec<Step> = batches
             .iter()
             .enumerate()
             .map(|(i, b)| {
                 let first = i == 0;
                 Step {
-                    sql: format!(
-                        "{}{}",
-                        if first { settle } else { "" },
-                        ATTEMPT.replace("{copy}", &s.copy_sql)
-                    ),
+                    sql: format!("{}{attempt}", if first { settle } else { "" }),
                     copy: Some((if first { n + 1 } else { 1 }, &b.data)),
                 }
             })
