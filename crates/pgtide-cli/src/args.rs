@@ -376,17 +376,9 @@ pub struct LoadArgs {
     pub upsert: UpsertArgs,
 }
 
-/// Most `--workers`: each worker is one server connection (PostgreSQL
-/// allows 100 by default) holding one chunk in memory, and past a few
-/// dozen, connections loading one table only wait on each other's locks
-/// and WAL. Huge values would otherwise exhaust memory before any check.
-pub const MAX_WORKERS: usize = 1024;
-
-/// Largest `--chunk-bytes`: 1 GiB, PostgreSQL's own limit for one
-/// allocation (MaxAllocSize). A chunk is held in memory whole, up to
-/// `workers + 2` of them, and is one transaction; larger ones only make
-/// failures costlier.
-pub const MAX_CHUNK_BYTES: usize = 1 << 30;
+// The limits are the library's (`check_local` enforces them for every
+// caller); parsing checks them too so that the error names the flag.
+use pgtide::load::{MAX_CHUNK_BYTES, MAX_WORKERS};
 
 fn workers(s: &str) -> Result<usize, String> {
     bounded(s, 1, MAX_WORKERS, "each worker is a server connection")

@@ -1,8 +1,13 @@
 //! Live counters of a running load, shared lock-free with whoever renders
-//! them.
+//! them, and the load's one ledger of counts.
 //!
 //! The library never draws anything: the CLI polls these counters to draw
-//! its progress bar, `bench` ignores them. Counters only grow.
+//! its progress bar, `bench` ignores them. The load's summary is made
+//! from the same counters when the workers are done ([`Counts::of`]), so
+//! what the bar showed last and what the summary says cannot disagree,
+//! and no second set of counters has to be reconciled with these.
+//! Counters only grow, except when a `--single-transaction` load rolls
+//! back ([`Progress::undo_loaded`]). One `Progress` per load.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
@@ -16,9 +21,18 @@ pub struct Progress {
     pub total_bytes: AtomicU64,
     /// Rows the server confirmed as loaded.
     pub rows_loaded: AtomicU64,
-    /// Rows rejected so far (may run one ahead when `--max-rejects` stops
-    /// the load; the reject file's count is the truth).
+    /// Rows set aside for the reject file (counted when their chunk is
+    /// done; the file itself is checked against this count at the end).
     pub rows_rejected: AtomicU64,
+    /// Rows the table dropped on purpose (a BEFORE trigger returning
+    /// NULL), as the server's own row counts showed.
+    pub rows_skipped_by_table: AtomicU64,
+    /// `--resume`: rows that earlier runs committed or rejected, skipped
+    /// by this one (not in `rows_read`).
+    pub rows_resumed: AtomicU64,
+    /// Bytes of input (decompressed) whose rows are all committed or
+    /// rejected.
+    pub bytes_loaded: AtomicU64,
     /// Rows the server skipped by itself (`ON_ERROR ignore`, PostgreSQL
     /// 17+) before pgtide rejected them.
     pub server_skipped: AtomicU64,
@@ -32,6 +46,9 @@ pub struct Progress {
     pub total_rows: AtomicU64,
     /// Per worker: rows it has loaded (exported).
     pub worker_rows: Vec<AtomicU64>,
+    /// `--max-rejects`' gate: rows that asked to be rejected, including
+    /// the one that went over the limit (see [`Progress::claim_reject`]).
+    rejects_claimed: AtomicU64,
     /// Not a counter but the one control: set by whoever runs the load
     /// (the CLI, on SIGINT/SIGTERM) to stop it cleanly. The reader stops
     /// cutting chunks; chunks already handed out commit or roll back.
@@ -65,5 +82,60 @@ impl Progress {
     /// Adds to a counter.
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Relaxed);
+    }
+
+    /// `--max-rejects`' gate: true while one more rejected row is allowed.
+    /// Every row refused, on the client or by the server, asks once, from
+    /// any worker; the row that finds the limit reached stops the load.
+    pub fn claim_reject(&self, max: Option<u64>) -> bool {
+        let before = self.rejects_claimed.fetch_add(1, Relaxed);
+        max.is_none_or(|m| before < m)
+    }
+
+    /// A `--single-transaction` load rolled back: nothing it loaded is in
+    /// the table any more.
+    pub(crate) fn undo_loaded(&self) {
+        for c in [
+            &self.rows_loaded,
+            &self.bytes_loaded,
+            &self.rows_skipped_by_table,
+        ] {
+            c.store(0, Relaxed);
+        }
+        for c in &self.worker_rows {
+            c.store(0, Relaxed);
+        }
+    }
+}
+
+/// A snapshot of the counts that a load's summary states.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Rows cut from the input ([`Progress::rows_read`]).
+    pub read: u64,
+    /// Rows the server confirmed as loaded.
+    pub loaded: u64,
+    /// Rows set aside for the reject file.
+    pub rejected: u64,
+    /// Rows the table dropped on purpose.
+    pub skipped_by_table: u64,
+    /// `--resume`: rows earlier runs did.
+    pub resumed: u64,
+    /// Bytes of input whose rows are committed or rejected.
+    pub bytes: u64,
+}
+
+impl Counts {
+    /// The counts as they stand; taken once the workers are done, they
+    /// are the load's summary.
+    pub fn of(p: &Progress) -> Counts {
+        Counts {
+            read: Progress::get(&p.rows_read),
+            loaded: Progress::get(&p.rows_loaded),
+            rejected: Progress::get(&p.rows_rejected),
+            skipped_by_table: Progress::get(&p.rows_skipped_by_table),
+            resumed: Progress::get(&p.rows_resumed),
+            bytes: Progress::get(&p.bytes_loaded),
+        }
     }
 }

@@ -167,3 +167,77 @@ async fn setup_errors_are_typed_with_hints() {
     let err = db.load_missing_file().await;
     assert_eq!(err.kind(), ErrorKind::Input);
 }
+
+/// The library enforces its own limits for every caller (the CLI only
+/// repeats them to name the flag): out-of-range numbers and `--sql` with a
+/// method that cannot run it are config errors before anything is written.
+#[tokio::test]
+async fn limits_and_the_sql_rule_are_checked_before_anything_is_written() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute("CREATE TABLE lim (a int, b text); INSERT INTO lim VALUES (1, 'kept')")
+        .await
+        .unwrap();
+    let base = db.csv_options(b"2,x\n", "lim");
+    let cases: Vec<(&str, pgtide::load::LoadOptions)> = vec![
+        (
+            "--chunk-bytes",
+            pgtide::load::LoadOptions {
+                chunk_bytes: 0,
+                ..base.clone()
+            },
+        ),
+        (
+            "--chunk-bytes",
+            pgtide::load::LoadOptions {
+                chunk_bytes: pgtide::load::MAX_CHUNK_BYTES + 1,
+                ..base.clone()
+            },
+        ),
+        (
+            "--message-bytes",
+            pgtide::load::LoadOptions {
+                message_bytes: 0,
+                ..base.clone()
+            },
+        ),
+        (
+            "--workers",
+            pgtide::load::LoadOptions {
+                workers: pgtide::load::MAX_WORKERS + 1,
+                ..base.clone()
+            },
+        ),
+        (
+            "--sql",
+            pgtide::load::LoadOptions {
+                sql: Some("INSERT INTO lim VALUES ($1::int, $2)".into()),
+                method: pgtide::load::Method::Values,
+                ..base.clone()
+            },
+        ),
+    ];
+    for (flag, mut o) in cases {
+        o.truncate = true;
+        let err = pgtide::load::run(
+            &db.target,
+            &o,
+            std::sync::Arc::new(pgtide::progress::Progress::new(1)),
+        )
+        .await
+        .expect_err(flag);
+        assert_eq!(err.kind(), ErrorKind::Config, "{flag}: {err:?}");
+        assert!(err.message().contains(flag), "{flag}: {}", err.message());
+        let row = db
+            .client
+            .query_one("SELECT count(*) FROM lim", &[])
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, i64>(0), 1, "{flag}: the table was touched");
+    }
+    // --sql alone picks the method that runs it.
+    assert_eq!(
+        pgtide::load::Method::default_for(Some("INSERT ..")),
+        pgtide::load::Method::Pipeline
+    );
+}

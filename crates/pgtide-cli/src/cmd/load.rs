@@ -70,8 +70,7 @@ fn options(a: &LoadArgs, format: CopyFormat) -> pgtide::Result<LoadOptions> {
     o.defer_constraints = a.defer_constraints;
     o.single_transaction = a.single_transaction;
     o.method = match (a.method, &a.sql) {
-        (None, None) => load::Method::Copy,
-        (None, Some(_)) => load::Method::Pipeline,
+        (None, sql) => load::Method::default_for(sql.as_deref()),
         (Some(MethodArg::Copy), _) => load::Method::Copy,
         (Some(MethodArg::Binary), _) => load::Method::Binary,
         (Some(MethodArg::Pipeline), _) => load::Method::Pipeline,
@@ -83,8 +82,8 @@ fn options(a: &LoadArgs, format: CopyFormat) -> pgtide::Result<LoadOptions> {
     o.rejects = a.rejects.clone();
     o.overwrite_rejects = a.force;
     o.max_rejects = a.max_rejects;
-    o.chunk_bytes = a.chunk_bytes.max(1024);
-    o.message_bytes = a.message_bytes.max(1);
+    o.chunk_bytes = a.chunk_bytes;
+    o.message_bytes = a.message_bytes;
     o.max_record_bytes = a.max_record_bytes;
     o.route = pgtide::load::sharded::Route::parse(&a.route)?;
     for s in &a.shard_db {

@@ -58,15 +58,6 @@ impl LoaderSpec {
     pub async fn prepare(&mut self, client: &Client) -> Result<Vec<String>> {
         let setup = self.setup.clone();
         let mut notes = Vec::new();
-        if setup.sql.is_some() && !matches!(self.method, Method::Pipeline | Method::Insert) {
-            return Err(Error::config(format!(
-                "--sql runs with --method pipeline or insert, not {}",
-                self.method.name()
-            ))
-            .with_hint(
-                "COPY and multi-row VALUES cannot run your statement; pipeline is the fast one",
-            ));
-        }
         match self.method {
             Method::Copy => {}
             Method::Binary if setup.format == CopyFormat::Binary => {

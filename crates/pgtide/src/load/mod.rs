@@ -342,13 +342,13 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     };
     let outcome = outcome?;
     let mut report = Report {
-        rows_read: outcome.rows_read,
-        rows_loaded: outcome.rows_loaded,
-        rows_rejected: outcome.rows_rejected,
-        rows_skipped_by_table: outcome.rows_skipped_by_table,
-        rows_resumed: outcome.rows_resumed,
+        rows_read: outcome.counts.read,
+        rows_loaded: outcome.counts.loaded,
+        rows_rejected: outcome.counts.rejected,
+        rows_skipped_by_table: outcome.counts.skipped_by_table,
+        rows_resumed: outcome.counts.resumed,
         rejects_path: opts.rejects.as_ref().map(|p| p.display().to_string()),
-        bytes: outcome.bytes,
+        bytes: outcome.counts.bytes,
         seconds: start.elapsed().as_secs_f64(),
         workers: opts.workers,
         method: outcome.method.name(),
@@ -366,7 +366,8 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
             inserted: outcome.merged.inserted,
             updated: outcome.merged.updated,
             unchanged: outcome
-                .rows_loaded
+                .counts
+                .loaded
                 .saturating_sub(outcome.merged.inserted + outcome.merged.updated),
         }),
         shards: Vec::new(),
@@ -422,13 +423,49 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     Ok(report)
 }
 
-/// What can be checked without a server: options, that every input can be
-/// opened, and that the reject file would destroy nothing.
+/// Most `--workers`: each worker is one server connection (PostgreSQL
+/// allows 100 by default) holding one chunk in memory, and past a few
+/// dozen, connections loading one table only wait on each other's locks
+/// and WAL. Huge values would otherwise exhaust memory before any check.
+pub const MAX_WORKERS: usize = 1024;
+
+/// Largest `--chunk-bytes`: 1 GiB, PostgreSQL's own limit for one
+/// allocation (MaxAllocSize). A chunk is held in memory whole, up to
+/// `workers + 2` of them, and is one transaction; larger ones only make
+/// failures costlier.
+pub const MAX_CHUNK_BYTES: usize = 1 << 30;
+
+/// What can be checked without a server: options and their limits (the
+/// one place they are enforced: nothing downstream clamps them), that
+/// every input can be opened, and that the reject file would destroy
+/// nothing.
 pub(super) fn check_local(opts: &LoadOptions) -> Result<()> {
     opts.copy.validate()?;
-    if opts.workers == 0 {
-        return Err(Error::config("--workers must be at least 1"));
-    }
+    opts.method.check_sql(opts.sql.as_deref())?;
+    let within = |what: &str, n: usize, max: usize, why: &str| match (1..=max).contains(&n) {
+        true => Ok(()),
+        false => Err(Error::config(format!(
+            "{what} must be from 1 to {max}, not {n} ({why})"
+        ))),
+    };
+    within(
+        "--workers",
+        opts.workers,
+        MAX_WORKERS,
+        "each worker is a server connection",
+    )?;
+    within(
+        "--chunk-bytes",
+        opts.chunk_bytes,
+        MAX_CHUNK_BYTES,
+        "a chunk is held in memory whole",
+    )?;
+    within(
+        "--message-bytes",
+        opts.message_bytes,
+        MAX_CHUNK_BYTES,
+        "one CopyData message",
+    )?;
     if opts.on_conflict.is_some() {
         upsert::check_method(opts.method)?;
     } else if opts.key.is_some() {

@@ -1,7 +1,8 @@
 //! What the workers record as chunks finish, under one lock: the line
-//! ranges done, the chunks that failed, the counts. The pool
+//! ranges done, the chunks that failed, the reject file. The pool
 //! (`pool.rs`) owns the lock and sums it up at the end; each worker
-//! (`worker.rs`) adds to it.
+//! (`worker.rs`) adds to it. The counts are not here: they have one
+//! ledger, the load's [`crate::progress::Progress`].
 
 use std::sync::Arc;
 
@@ -30,11 +31,6 @@ pub(super) struct Shared {
     pub done: Vec<Done>,
     pub failed: Vec<Failed>,
     pub rejects: Option<RejectFile>,
-    pub loaded: u64,
-    pub rejected: u64,
-    /// Rows the table dropped on purpose (its triggers).
-    pub skipped_by_table: u64,
-    pub bytes: u64,
     /// `--on-conflict`: rows committed merges inserted and updated.
     pub merged: super::upsert::Merged,
 }

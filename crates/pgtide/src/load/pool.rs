@@ -23,7 +23,7 @@ use crate::chunk::Chunk;
 use crate::copyopts::CopyFormat;
 use crate::error::{Error, ErrorKind, Result};
 use crate::failure::RowFailure;
-use crate::progress::Progress;
+use crate::progress::{Counts, Progress};
 use crate::reject::RejectFile;
 
 /// What the pool did.
@@ -31,13 +31,8 @@ pub(super) struct Outcome {
     /// The method the loaders ran: the one asked for, unless its checks
     /// chose another (a note then says why).
     pub method: Method,
-    pub rows_read: u64,
-    pub rows_loaded: u64,
-    pub rows_rejected: u64,
-    pub rows_skipped_by_table: u64,
-    /// `--resume`: rows committed or rejected by earlier runs, skipped.
-    pub rows_resumed: u64,
-    pub bytes: u64,
+    /// From the load's one ledger of counts, its `Progress`.
+    pub counts: Counts,
     pub chunks: u64,
     pub committed: Vec<LineRange>,
     pub notes: Vec<String>,
@@ -123,7 +118,7 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
                 row: None,
             });
         }
-        let mut outcome = summarize(shared, read, spec.method);
+        let mut outcome = summarize(shared, read, spec.method, &progress);
         outcome.notes.splice(0..0, method_notes);
         return Ok(outcome);
     }
@@ -139,7 +134,7 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         }
     }
     let read = reader_join(reader)?;
-    let mut outcome = summarize(shared, read, spec.method);
+    let mut outcome = summarize(shared, read, spec.method, &progress);
     outcome.notes.splice(0..0, method_notes);
     Ok(outcome)
 }
@@ -243,7 +238,12 @@ fn reader_error(read: Result<ReadStats>) -> Error {
     }
 }
 
-fn summarize(shared: Arc<Mutex<Shared>>, read: ReadStats, method: Method) -> Outcome {
+fn summarize(
+    shared: Arc<Mutex<Shared>>,
+    read: ReadStats,
+    method: Method,
+    progress: &Progress,
+) -> Outcome {
     let mut s = std::mem::take(&mut *shared.lock().expect("worker state lock"));
     s.done.sort_by_key(|d| (d.seq, d.first_line));
     s.failed.sort_by_key(|f| f.seq);
@@ -254,28 +254,30 @@ fn summarize(shared: Arc<Mutex<Shared>>, read: ReadStats, method: Method) -> Out
         None if read.interrupted => Some(interrupted()),
         None => None,
     };
-    let (rows_read, rows_resumed, notes) = (read.rows, read.rows_resumed, read.notes);
+    let notes = read.notes;
+    let counts = Counts::of(progress);
     let (mut failure, failed_row) = match (first_failure, read_error) {
         (Some(f), _) => (Some(f.error), f.row),
         (None, Some(e)) => (Some(e), None),
         (None, None) => (None, None),
     };
-    // The reject file's own count is the rejected-row count of record.
-    let mut rows_rejected = s.rejected;
+    // The reject file must hold what was counted: a row counted and not
+    // written (or the reverse) would make the summary lie.
     if let Some(file) = s.rejects.take() {
         match file.finish() {
-            Ok(written) => rows_rejected = written,
+            Ok(written) if written == counts.rejected => {}
+            Ok(written) => {
+                failure = failure.or(Some(Error::bug(format!(
+                    "the reject file holds {written} rows of this run, but {} were rejected",
+                    counts.rejected
+                ))))
+            }
             Err(e) => failure = failure.or(Some(e)),
         }
     }
     Outcome {
         method,
-        rows_read,
-        rows_loaded: s.loaded,
-        rows_rejected,
-        rows_skipped_by_table: s.skipped_by_table,
-        rows_resumed,
-        bytes: s.bytes,
+        counts,
         chunks: s
             .done
             .iter()

@@ -16,13 +16,11 @@ use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::source::Source;
 
-/// What the reader thread read, also when it failed: the rows handed
-/// out before an error were read, and the summary must say so.
+/// How the reader thread ended. The rows it handed out (also before an
+/// error: the summary must count them) and the rows `--resume` skipped
+/// are counted in the load's `Progress`.
 #[derive(Default)]
 pub(super) struct ReadStats {
-    pub rows: u64,
-    /// `--resume`: rows skipped, committed or rejected by earlier runs.
-    pub rows_resumed: u64,
     pub notes: Vec<String>,
     /// Reading stopped early because a stop was requested.
     pub interrupted: bool,
@@ -96,7 +94,7 @@ fn read_inputs(
                         r.rejected.get(input.as_str()),
                         &plan.dialect,
                     )?;
-                    stats.rows_resumed += skipped;
+                    Progress::add(&progress.rows_resumed, skipped);
                     pieces
                 }
             };
@@ -109,7 +107,6 @@ fn read_inputs(
                 }
                 piece.seq = sent;
                 sent += 1;
-                stats.rows += piece.records;
                 Progress::add(&progress.rows_read, piece.records);
                 if tx.send_blocking(piece).is_err() {
                     return Ok(()); // a worker failed; stop reading

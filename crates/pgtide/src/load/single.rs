@@ -25,6 +25,7 @@ use crate::batch::TxStart;
 use crate::catalog::Table;
 use crate::chunk::Chunk;
 use crate::error::{classify, Class, Error, ErrorKind, Result};
+use crate::progress::Progress;
 
 /// Refuses what cannot be one transaction, before any server is asked.
 pub(super) fn check(opts: &LoadOptions) -> Result<()> {
@@ -179,9 +180,10 @@ pub(super) async fn finish(
         // Rolled back already, when the chunk failed.
         (false, _) => false,
     };
+    let skipped = loader.take_skipped_by_table();
     let mut s = ctx.shared.lock().expect("worker state");
     if committed {
-        s.skipped_by_table += loader.take_skipped_by_table();
+        Progress::add(&ctx.progress.rows_skipped_by_table, skipped);
         s.merged.add(loader.take_merged());
         if let Some(bug) = loader.take_bug() {
             s.failed.push(Failed {
@@ -192,13 +194,9 @@ pub(super) async fn finish(
         }
         return;
     }
-    // The progress display counted them as they went.
-    let progress = &ctx.progress.rows_loaded;
-    progress.fetch_sub(s.loaded, std::sync::atomic::Ordering::Relaxed);
+    // Counted as they went; rolled back now.
+    ctx.progress.undo_loaded();
     s.done.clear();
-    s.loaded = 0;
-    s.bytes = 0;
-    s.skipped_by_table = 0;
     s.merged = Default::default();
 }
 

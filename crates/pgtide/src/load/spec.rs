@@ -38,6 +38,28 @@ impl Method {
         Method::Insert,
     ];
 
+    /// The method when none is asked for: COPY, or pipeline when `--sql`
+    /// gives the statement (COPY cannot run one). The one place this rule
+    /// lives; [`Method::check_sql`] is its other half.
+    pub fn default_for(sql: Option<&str>) -> Method {
+        match sql {
+            Some(_) => Method::Pipeline,
+            None => Method::Copy,
+        }
+    }
+
+    /// `--sql` runs only with the methods that execute a statement per row.
+    pub fn check_sql(self, sql: Option<&str>) -> crate::error::Result<()> {
+        if sql.is_none() || matches!(self, Method::Pipeline | Method::Insert) {
+            return Ok(());
+        }
+        Err(crate::error::Error::config(format!(
+            "--sql runs with --method pipeline or insert, not {}",
+            self.name()
+        ))
+        .with_hint("COPY and multi-row VALUES cannot run your statement; pipeline is the fast one"))
+    }
+
     /// The name users type (`--method`).
     pub fn name(self) -> &'static str {
         match self {

@@ -149,14 +149,8 @@ fn chunk_over(ctx: &Ctx, chunk: &Chunk, ok: bool) -> bool {
 
 /// Isolates the bad rows of a failed chunk; false when the load must stop.
 async fn isolated(loader: &mut Loader, ctx: &Ctx, id: usize, chunk: &Chunk, start: Start) -> bool {
-    let progress = ctx.progress.clone();
-    let max = ctx.max_rejects;
-    let may_reject = move || {
-        let before = progress
-            .rows_rejected
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        max.is_none_or(|m| before < m)
-    };
+    let (progress, max) = (ctx.progress.clone(), ctx.max_rejects);
+    let may_reject = move || progress.claim_reject(max);
     let mut session = Session { loader, ctx };
     let (iso, err) = isolate(&mut session, chunk, start, may_reject).await;
     Progress::add(&ctx.progress.server_skipped, iso.server_skipped);
@@ -187,8 +181,9 @@ pub(super) fn finished(
 ) {
     Progress::add(&ctx.progress.rows_loaded, rows);
     Progress::add(&ctx.progress.worker_rows[id], rows);
+    Progress::add(&ctx.progress.rows_rejected, rejects.len() as u64);
+    Progress::add(&ctx.progress.bytes_loaded, chunk.data.len() as u64);
     let mut s = ctx.shared.lock().expect("worker state");
-    s.rejected += rejects.len() as u64;
     if let Some(file) = s.rejects.as_mut() {
         if let Err(e) = file.submit(chunk.seq, rejects) {
             s.failed.push(Failed {
@@ -198,8 +193,6 @@ pub(super) fn finished(
             });
         }
     }
-    s.loaded += rows;
-    s.bytes += chunk.data.len() as u64;
     for (first, last) in done {
         s.done.push(Done {
             seq: chunk.seq,
@@ -218,8 +211,8 @@ fn counted_by_server(loader: &mut Loader, ctx: &Ctx, chunk: &Chunk) -> bool {
     let skipped = loader.take_skipped_by_table();
     let bug = loader.take_bug();
     let merged = loader.take_merged();
+    Progress::add(&ctx.progress.rows_skipped_by_table, skipped);
     let mut s = ctx.shared.lock().expect("worker state");
-    s.skipped_by_table += skipped;
     s.merged.add(merged);
     let Some(bug) = bug else { return true };
     let error = Error::bug(format!(
