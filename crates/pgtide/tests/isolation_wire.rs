@@ -121,3 +121,69 @@ async fn attempts_in_one_round_trip_load_exactly_what_row_by_row_would() {
         }
     }
 }
+
+/// Rows the server inserts and then undoes are work thrown away. Bad rows
+/// the client cannot judge (a CHECK, a duplicate key) are found by failed
+/// ranges; a range is bounded by how dirty the chunk looks, so a failure
+/// undoes a fraction of the rows between two bad ones. Unbounded, the
+/// range after a bad row was the rest of the chunk and every bad row undid
+/// all the rows since the previous one: the server inserted twice the file.
+#[tokio::test]
+async fn a_failed_range_undoes_a_fraction_of_the_rows_between_bad_ones() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute("CREATE TABLE iw_waste (id int PRIMARY KEY, v int CHECK (v >= 0))")
+        .await
+        .unwrap();
+    let (rows, every) = (200_000u32, 5_000u32);
+    let mut file = String::new();
+    for i in 0..rows {
+        match i % every {
+            2_500 => file.push_str(&format!("{i},-1\n")),
+            4_000 => file.push_str(&format!("{},{i}\n", i - 1)),
+            _ => file.push_str(&format!("{i},{i}\n")),
+        }
+    }
+    let path = db.file(file.as_bytes(), Compress::None);
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = LoadOptions::new(
+        vec![path.to_string_lossy().into_owned()],
+        QualifiedName::parse("iw_waste").unwrap(),
+        CopyFormat::Csv,
+    );
+    o.rejects = Some(dir.path().join("r.csv"));
+    let r = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+        .await
+        .unwrap();
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.rows_rejected, u64::from(2 * rows / every));
+    // The load's sessions report their counts when they end.
+    let inserted = {
+        let mut last = -1;
+        loop {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            db.client
+                .batch_execute("SELECT pg_stat_clear_snapshot()")
+                .await
+                .unwrap();
+            let n: i64 = db
+                .client
+                .query_one(
+                    "SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 'iw_waste'",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            if n == last && n >= r.rows_loaded as i64 {
+                break n;
+            }
+            last = n;
+        }
+    };
+    let waste = inserted as f64 / r.rows_loaded as f64;
+    assert!(
+        waste < 1.5,
+        "the server inserted {waste:.2}x the rows loaded"
+    );
+}

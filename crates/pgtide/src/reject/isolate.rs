@@ -25,12 +25,12 @@
 //! one rejected, as a single COPY would have it.
 
 use std::collections::VecDeque;
-use std::future::Future;
 
-use copyfmt::scan::{self, Dialect, Format, RecordSpan};
+use copyfmt::scan::{self, Format, RecordSpan};
 
+pub use super::resilient::Resilient;
 use super::Reject;
-use crate::batch::{Batch, BatchError, TxStart};
+use crate::batch::{Batch, BatchError};
 use crate::chunk::Chunk;
 use crate::error::{classify, Class, Error, ErrorKind, Result};
 use crate::failure::RowFailure;
@@ -46,65 +46,30 @@ const MIN_WINDOW: usize = 64;
 const AHEAD: usize = 64;
 /// See [`AHEAD`].
 const AHEAD_BYTES: usize = 64 * 1024;
+/// Bounds of the longest range sent in one transaction's pass
+/// ([`range_bytes`]).
+const MIN_RANGE_BYTES: usize = 8 * 1024;
+/// See [`MIN_RANGE_BYTES`].
+const MAX_RANGE_BYTES: usize = 1024 * 1024;
 
-/// How isolation sends a range: through a loader that reconnects and
-/// retries as the main path does (the worker's `Session`), so that a
-/// server restart or a deadlock while bad rows are isolated neither stops
-/// the load nor loads a row twice.
-pub trait Resilient: Send {
-    /// How the input's records are read (to find them in a chunk).
-    fn dialect(&self) -> &Dialect;
-    /// The relation name as the server prints it in error contexts.
-    fn relname(&self) -> &str;
-    /// The records of the last batch that the server set aside itself
-    /// (`ON_ERROR ignore`), 0-based in that batch.
-    fn take_skipped(&mut self) -> Vec<u64>;
-    /// Loads `batch` in one transaction, retrying what is not the rows'
-    /// fault; an error returned is the rows' fault or stops the load.
-    fn load(&mut self, batch: &Batch) -> impl Future<Output = Result<u64, BatchError>> + Send;
-    /// Opens one transaction for many [`Resilient::attempt`]s; its id.
-    fn begin(&mut self) -> impl Future<Output = Result<Option<TxStart>, BatchError>> + Send;
-    /// Loads `batch` under a savepoint of the open transaction; a failed
-    /// batch leaves the transaction usable. No retry here: anything that
-    /// is not the rows' fault ends the transaction's pass.
-    fn attempt(&mut self, batch: &Batch) -> impl Future<Output = Result<u64, BatchError>> + Send;
-    /// [`Resilient::attempt`] for `batches` in order: the results of the
-    /// first ones (at least one; a failure is always the last result), the
-    /// batches after them were not run. A loader that can sends them all
-    /// in one round trip.
-    fn attempts(
-        &mut self,
-        batches: &[Batch],
-    ) -> impl Future<Output = Vec<Result<u64, BatchError>>> + Send {
-        // One at a time: what the server skipped (`take_skipped`) is only
-        // known for the last batch run.
-        async move {
-            match batches.first() {
-                Some(b) => vec![self.attempt(b).await],
-                None => Vec::new(),
-            }
-        }
+/// The longest range worth sending when `failures` ranges failed in the
+/// first `reached` bytes of the chunk. A failure undoes the rows of its
+/// range before the bad one (the server parsed and inserted them for
+/// nothing), so long ranges waste more per bad row; every range is also a
+/// statement and a savepoint, so short ones cost more per row. With `g`
+/// bytes between failures, ranges of `r` bytes waste about `r / 2` per
+/// failure and cost one statement per `r`: the sum is least near
+/// `sqrt(2 g s / c)`, `s / c` (a statement's cost over a byte's) being
+/// about 2,000 bytes on PG 15, hence `sqrt(4096 g)`. Without the bound,
+/// the range after a bad row was the rest of the chunk: 1% duplicate
+/// keys and CHECK failures made the server insert 1.8x the file's rows.
+fn range_bytes(reached: usize, failures: usize) -> usize {
+    match failures {
+        0 => MAX_RANGE_BYTES,
+        f => (4096 * (reached / f).max(1))
+            .isqrt()
+            .clamp(MIN_RANGE_BYTES, MAX_RANGE_BYTES),
     }
-    /// Tries each of `batches` alone inside the open transaction and undoes
-    /// it: for each, the server's error, or `None` when it loads on its
-    /// own. `None` when the loader cannot do it in one round trip (then
-    /// isolation sends them as ranges).
-    fn probe(
-        &mut self,
-        batches: &[Batch],
-    ) -> impl Future<Output = Option<Result<Vec<Option<BatchError>>, BatchError>>> + Send {
-        let _ = batches;
-        std::future::ready(None)
-    }
-    /// Commits the open transaction: `Ok(true)` committed, `Ok(false)`
-    /// certainly not; `Err` when nobody can tell (a COMMIT whose answer
-    /// was lost and whose transaction the server cannot place).
-    fn commit(
-        &mut self,
-        xid: Option<TxStart>,
-    ) -> impl Future<Output = Result<bool, BatchError>> + Send;
-    /// Rolls the open transaction back.
-    fn rollback(&mut self) -> impl Future<Output = ()> + Send;
 }
 
 /// How the ranges of a chunk are sent.
@@ -274,6 +239,9 @@ async fn run(
         relname: &relname,
     };
     let mut queue: VecDeque<(usize, usize, Option<BatchError>)> = VecDeque::new();
+    // How dirty the chunk looks so far: failed ranges, and how far into
+    // the chunk the ranges tried reached ([`range_bytes`]).
+    let (mut failures, mut reached) = (0usize, 0usize);
     match start {
         Start::Failed(first) => queue.push_back((0, n, Some(first))),
         Start::Fresh => queue.push_back((0, n, None)),
@@ -361,20 +329,31 @@ async fn run(
             // This range and the ones queued right after it, in one round
             // trip where the loader can.
             (None, Mode::OneTransaction) => {
-                let mut ranges = vec![(lo, hi)];
-                let mut bytes = 0;
+                queue.push_front((lo, hi, None));
+                let longest = range_bytes(reached, failures);
+                let mut ranges: Vec<(usize, usize)> = Vec::new();
+                let mut ahead = 0;
                 while ranges.len() < AHEAD {
-                    match queue.front() {
-                        Some(&(l, h, None)) if l >= h => {
-                            queue.pop_front();
-                        }
-                        Some(&(l, h, None)) if bytes + site.bytes(l, h) <= AHEAD_BYTES => {
-                            queue.pop_front();
-                            bytes += site.bytes(l, h);
-                            ranges.push((l, h));
-                        }
-                        _ => break,
+                    let Some(&(l, h, None)) = queue.front() else {
+                        break;
+                    };
+                    if l >= h {
+                        queue.pop_front();
+                        continue;
                     }
+                    let end = site.end_within(l, h, longest);
+                    let size = site.bytes(l, end);
+                    if !ranges.is_empty() && ahead + size > AHEAD_BYTES {
+                        break;
+                    }
+                    queue.pop_front();
+                    if end < h {
+                        queue.push_front((end, h, None));
+                    }
+                    if !ranges.is_empty() {
+                        ahead += size;
+                    }
+                    ranges.push((l, end));
                 }
                 let batches: Vec<Batch> = ranges
                     .iter()
@@ -392,6 +371,7 @@ async fn run(
                 }
                 let mut failed = None;
                 for (&(l, h), result) in ranges.iter().zip(results) {
+                    reached = reached.max(spans[h - 1].end);
                     match result {
                         Ok(rows) => {
                             out.loaded += rows;
@@ -414,6 +394,8 @@ async fn run(
             return Err(stop_error(&site, lo, e));
         }
         let located = e.record.map(|k| lo + k as usize).filter(|&b| b < hi);
+        failures += 1;
+        reached = reached.max(spans[located.unwrap_or(hi - 1)].end);
         match located {
             // The server may name a row near the bad one: make that row
             // prove it fails on its own before it is rejected.
@@ -529,6 +511,14 @@ impl Site<'_> {
     /// Bytes of records `lo..hi`.
     fn bytes(&self, lo: usize, hi: usize) -> usize {
         self.spans[hi - 1].end - self.spans[lo].start
+    }
+
+    /// The end of the longest range from `lo` (at most `hi`) of at most
+    /// `max` bytes; at least one record.
+    fn end_within(&self, lo: usize, hi: usize, max: usize) -> usize {
+        let limit = self.spans[lo].start + max;
+        let within = self.spans[lo..hi].partition_point(|s| s.end <= limit);
+        lo + within.max(1)
     }
 
     /// First and last input line of records `lo..hi`.

@@ -17,6 +17,7 @@
 
 pub mod isolate;
 pub mod paths;
+mod resilient;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
