@@ -101,7 +101,7 @@ impl Dataset {
 
     /// Row count at `scale` (at least 1).
     pub fn rows_at(&self, scale: f64) -> u64 {
-        ((self.rows as f64 * scale).round() as u64).max(1)
+        crate::scaled(self.rows, scale)
     }
 
     /// Drops and creates the (empty) table.
