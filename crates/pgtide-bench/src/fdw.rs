@@ -18,14 +18,15 @@
 //! its user mapping, which holds the remote's password, are dropped at
 //! the end.
 
-use pgtide::cluster::{Cluster, PgBin};
+use pgtide::cluster::PgBin;
 use pgtide::conn::Target;
 use pgtide::ident::{quote, quote_literal};
 use pgtide::{Error, Result};
 use tokio_postgres::Client;
 
+use crate::remote::{drop_server, Remote};
 use crate::runner::Runner;
-use crate::{count_rows, expect_rows, scaled, second_server, Measurement, Scenario};
+use crate::{count_rows, expect_rows, scaled, Measurement, Scenario};
 
 /// The reference: the same INSERT into a local table.
 pub const LOCAL: &str = "local table";
@@ -98,7 +99,7 @@ impl Scenario for FdwBench {
         let remote = match setup(&r.client, self).await {
             Ok(remote) => remote,
             Err(e) => {
-                let _ = drop_server(&r.client).await;
+                let _ = drop_server(&r.client, SERVER).await;
                 for &b in &self.batch_sizes {
                     let mut m = r.blank(&label, &fdw_name(b), rows);
                     m.skipped = Some(e.message().to_owned());
@@ -116,19 +117,11 @@ impl Scenario for FdwBench {
             }
         }
         // Always drop the foreign server: its user mapping holds a password.
-        let dropped = drop_server(&r.client).await;
-        drop(remote.client);
-        let cluster = remote.cluster;
-        let _ = tokio::task::spawn_blocking(move || drop(cluster)).await;
+        let dropped = remote.stop(&r.client).await;
         measured?;
         dropped?;
         Ok(r.finish())
     }
-}
-
-async fn drop_server(client: &Client) -> Result<()> {
-    let sql = format!("DROP SERVER IF EXISTS {} CASCADE", quote(SERVER));
-    Ok(client.batch_execute(&sql).await?)
 }
 
 /// Sets `batch_size` on the foreign table and times the runs of INSERTs into it. A server that
@@ -184,49 +177,24 @@ async fn timed(client: &Client, sql: &str) -> Result<f64> {
     Ok(start.elapsed().as_secs_f64())
 }
 
-/// The remote server and a connection to it.
-struct Remote {
-    cluster: Cluster,
-    client: Client,
-}
-
-/// Starts the remote, creates its table, and the extension, foreign
-/// server, user mapping and foreign table on the main server.
+/// Starts the remote, creates its table, and on the main server the
+/// foreign server, user mapping and foreign table.
 async fn setup(client: &Client, bench: &FdwBench) -> Result<Remote> {
-    client
-        .batch_execute("CREATE EXTENSION IF NOT EXISTS postgres_fdw")
-        .await
-        .map_err(|e| Error::config(format!("postgres_fdw is not available: {e}")))?;
-    let cluster = second_server(client, bench.remote_bin.clone()).await?;
-    let remote_target = cluster.target();
-    let remote = remote_target.connect().await?;
+    let remote = Remote::start(client, bench.remote_bin.clone(), SERVER, "").await?;
     let table = quote(REMOTE);
     remote
+        .client
         .batch_execute(&format!(
             "DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (id int primary key, v text)"
         ))
         .await?;
-    let (server, foreign) = (quote(SERVER), quote(FOREIGN));
-    let lit = |s: &str| quote_literal(s);
     client
         .batch_execute(&format!(
-            "DROP SERVER IF EXISTS {server} CASCADE; \
-             CREATE SERVER {server} FOREIGN DATA WRAPPER postgres_fdw \
-               OPTIONS (host {}, port {}, dbname {}); \
-             CREATE USER MAPPING FOR CURRENT_USER SERVER {server} \
-               OPTIONS (user {}, password {}); \
-             CREATE FOREIGN TABLE {foreign} (id int, v text) SERVER {server} \
-               OPTIONS (table_name {})",
-            lit(remote_target.host()),
-            lit(&remote_target.port().to_string()),
-            lit(remote_target.dbname()),
-            lit(remote_target.user()),
-            lit(cluster.password()),
-            lit(REMOTE),
+            "CREATE FOREIGN TABLE {} (id int, v text) SERVER {} OPTIONS (table_name {})",
+            quote(FOREIGN),
+            quote(SERVER),
+            quote_literal(REMOTE),
         ))
         .await?;
-    Ok(Remote {
-        cluster,
-        client: remote,
-    })
+    Ok(remote)
 }

@@ -15,12 +15,14 @@
 //!   shares (server label, row counts, names, timing a `pgtide load`);
 //! - [`runner`] (one scenario's run against one server: reset, time and
 //!   check each run of each contender, skip a contender that cannot run);
+//! - [`remote`] (a second server reached through postgres_fdw);
 //! - [`baseline`] (psql `\copy`, server-side COPY and their names),
 //!   [`datasets`] (the data the scenarios load), [`clients`] (N clients
 //!   loading in a loop), [`markdown`] and [`chart`] (reports);
 //! - the scenarios, one file each, which never import each other:
 //!   [`load`], [`concurrent`], [`parallel`], [`export`], [`copy`],
-//!   [`fdw`], [`methods`], [`rejects`], [`shards`].
+//!   [`fdw`], [`methods`], [`rejects`], [`shards`], [`upsert`],
+//!   [`indexes`].
 
 #![deny(missing_docs)]
 
@@ -38,6 +40,7 @@ pub mod markdown;
 pub mod methods;
 pub mod parallel;
 pub mod rejects;
+pub mod remote;
 pub mod runner;
 pub mod shards;
 pub mod upsert;

@@ -25,7 +25,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use pgtide::cluster::{find_psql, Cluster, PgBin};
+use pgtide::cluster::{find_psql, PgBin};
 use pgtide::conn::Target;
 use pgtide::copyopts::CopyFormat;
 use pgtide::ident::{quote, quote_literal};
@@ -35,8 +35,9 @@ use tokio_postgres::Client;
 
 use crate::baseline::{psql_copy, PSQL_COPY};
 use crate::datasets::{generate, mix};
+use crate::remote::{drop_server, Remote};
 use crate::runner::Runner;
-use crate::{blocking, count_rows, expect_rows, load_options, pgtide_name, scaled, second_server};
+use crate::{blocking, count_rows, expect_rows, load_options, pgtide_name, scaled};
 use crate::{time_load, Measurement, Scenario};
 
 /// Rows at scale 1 (the issue's size).
@@ -174,7 +175,8 @@ impl Scenario for ShardsBench {
         let remote = match setup(&r.client, self).await {
             Ok(remote) => remote,
             Err(e) => {
-                let _ = drop_server(&r.client).await;
+                let _ = drop_tables(&r.client).await;
+                let _ = drop_server(&r.client, SERVER).await;
                 for name in shard_contenders(&workers) {
                     let mut m = r.blank(&run.label, &name, rows);
                     m.skipped = Some(e.message().to_owned());
@@ -185,12 +187,11 @@ impl Scenario for ShardsBench {
         };
         let measured = shard_runs(&mut r, &remote, &run, &workers).await;
         // Always drop the foreign server: its user mapping holds a password.
-        let dropped = drop_server(&r.client).await;
-        drop(remote.client);
-        let cluster = remote.cluster;
-        let _ = tokio::task::spawn_blocking(move || drop(cluster)).await;
+        let dropped = drop_tables(&r.client).await;
+        let stopped = remote.stop(&r.client).await;
         measured?;
         dropped?;
+        stopped?;
         Ok(r.finish())
     }
 }
@@ -396,13 +397,14 @@ async fn shard_runs(
     Ok(())
 }
 
-/// The shard server and a connection to it.
-struct Remote {
-    cluster: Cluster,
-    client: Client,
+/// What runs check on the shard server.
+trait Shard {
+    async fn truncate(&self) -> Result<()>;
+    async fn check(&self, coordinator: &Client, rows: u64, who: &str) -> Result<()>;
 }
 
-impl Remote {
+impl Shard for Remote {
+    /// Empties every shard table.
     async fn truncate(&self) -> Result<()> {
         let tables: Vec<String> = (0..PARTITIONS).map(remote_table).collect();
         self.client
@@ -444,31 +446,15 @@ fn remote_table(i: usize) -> String {
 }
 
 /// Starts the shard server, creates its tables, and on the main server
-/// the extension, foreign server, user mapping and partitioned parent.
+/// the foreign server (`batch_size` 100), user mapping and partitioned
+/// parent.
 async fn setup(client: &Client, bench: &ShardsBench) -> Result<Remote> {
-    client
-        .batch_execute("CREATE EXTENSION IF NOT EXISTS postgres_fdw")
-        .await
-        .map_err(|e| Error::config(format!("postgres_fdw is not available: {e}")))?;
-    let cluster = second_server(client, bench.remote_bin.clone()).await?;
-    let remote_target = cluster.target();
-    let remote = remote_target.connect().await?;
+    let options = ", batch_size '100'";
+    let remote = Remote::start(client, bench.remote_bin.clone(), SERVER, options).await?;
+    let (server, parent) = (quote(SERVER), quote(PARENT));
     let mut remote_sql = String::new();
-    let server = quote(SERVER);
-    let parent = quote(PARENT);
-    let lit = |s: &str| quote_literal(s);
     let mut sql = format!(
-        "DROP TABLE IF EXISTS {parent}; DROP SERVER IF EXISTS {server} CASCADE; \
-         CREATE SERVER {server} FOREIGN DATA WRAPPER postgres_fdw \
-           OPTIONS (host {}, port {}, dbname {}, batch_size '100'); \
-         CREATE USER MAPPING FOR CURRENT_USER SERVER {server} \
-           OPTIONS (user {}, password {}); \
-         CREATE TABLE {parent} {COLUMNS} PARTITION BY HASH (n);",
-        lit(remote_target.host()),
-        lit(&remote_target.port().to_string()),
-        lit(remote_target.dbname()),
-        lit(remote_target.user()),
-        lit(cluster.password()),
+        "DROP TABLE IF EXISTS {parent}; CREATE TABLE {parent} {COLUMNS} PARTITION BY HASH (n);"
     );
     for i in 0..PARTITIONS {
         let table = remote_table(i);
@@ -480,24 +466,17 @@ async fn setup(client: &Client, bench: &ShardsBench) -> Result<Remote> {
                FOR VALUES WITH (modulus {PARTITIONS}, remainder {i}) \
                SERVER {server} OPTIONS (table_name {});",
             quote(&format!("shards_p{i}")),
-            lit(&format!("shards_r{i}")),
+            quote_literal(&format!("shards_r{i}")),
         ));
     }
-    remote.batch_execute(&remote_sql).await?;
+    remote.client.batch_execute(&remote_sql).await?;
     client.batch_execute(&sql).await?;
-    Ok(Remote {
-        cluster,
-        client: remote,
-    })
+    Ok(remote)
 }
 
-async fn drop_server(client: &Client) -> Result<()> {
-    client
-        .batch_execute(&format!(
-            "DROP TABLE IF EXISTS {}; DROP SERVER IF EXISTS {} CASCADE",
-            quote(PARENT),
-            quote(SERVER)
-        ))
-        .await?;
-    Ok(())
+/// Drops the partitioned parent (its foreign partitions go with the
+/// foreign server).
+async fn drop_tables(client: &Client) -> Result<()> {
+    let sql = format!("DROP TABLE IF EXISTS {}", quote(PARENT));
+    Ok(client.batch_execute(&sql).await?)
 }

@@ -22,14 +22,7 @@ const DEBIAN_PG15: &str = "/usr/lib/postgresql/15/bin";
 
 #[tokio::test]
 async fn every_scenario_is_well_formed_at_tiny_sizes() {
-    let bin = PgBin::for_tests().expect("PostgreSQL binaries");
-    let cluster = {
-        let bin = bin.clone();
-        tokio::task::spawn_blocking(move || Cluster::temp(&bin, ClusterOptions::default()))
-            .await
-            .unwrap()
-            .expect("start a throwaway cluster")
-    };
+    let (bin, cluster) = start_cluster().await;
     let target = cluster.target();
     let dir = server_readable_dir();
 
@@ -331,14 +324,7 @@ async fn fdw_scenario(target: &Target, bin: &PgBin) {
 async fn shards_scenario_is_well_formed_at_tiny_sizes() {
     use pgtide::load::sharded::Route;
     use pgtide_bench::shards::{self, ShardsBench};
-    let bin = PgBin::for_tests().expect("PostgreSQL binaries");
-    let cluster = {
-        let bin = bin.clone();
-        tokio::task::spawn_blocking(move || Cluster::temp(&bin, ClusterOptions::default()))
-            .await
-            .unwrap()
-            .expect("start a throwaway cluster")
-    };
+    let (bin, cluster) = start_cluster().await;
     let target = cluster.target();
     let dir = server_readable_dir();
     let spec = ShardsBench {
@@ -463,6 +449,19 @@ fn assert_well_formed(results: &[Measurement], references: &[&str]) {
         svg.matches("<rect class=\"bar\"").count(),
         svg.matches("</rect>").count()
     );
+}
+
+/// The test binaries and a throwaway cluster started with them.
+async fn start_cluster() -> (PgBin, Cluster) {
+    let bin = PgBin::for_tests().expect("PostgreSQL binaries");
+    let cluster = {
+        let bin = bin.clone();
+        tokio::task::spawn_blocking(move || Cluster::temp(&bin, ClusterOptions::default()))
+            .await
+            .unwrap()
+            .expect("start a throwaway cluster")
+    };
+    (bin, cluster)
 }
 
 /// A directory the server's OS user can read (server-side COPY in the
