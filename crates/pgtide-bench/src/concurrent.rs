@@ -25,7 +25,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bytes::Bytes;
 use pgtide::cluster::find_psql;
 use pgtide::conn::Target;
 use pgtide::ident::QualifiedName;
@@ -33,7 +32,7 @@ use pgtide::{Error, Result};
 
 use crate::baseline;
 use crate::clients::{check_count, pgtide_clients, psql_clients};
-use crate::datasets::{Dataset, LOAD_DATASETS};
+use crate::datasets::{load_dataset_as, read};
 use crate::runner::Runner;
 use crate::{count_rows, counted, Measurement, Scenario, Unit};
 
@@ -79,11 +78,10 @@ impl Scenario for ConcurrentBench {
         on_result: &mut dyn FnMut(&Measurement),
     ) -> Result<Vec<Measurement>> {
         let mut r = Runner::connect(target, self.runs, on_result).await?;
-        let ds = dataset()?;
+        let ds = load_dataset_as("t", "concurrent_t")?;
         ds.create(&r.client).await?;
         let file = ds.generate(&r.client, &self.dir, FILE_ROWS).await?;
-        let data =
-            Bytes::from(std::fs::read(&file).map_err(|e| Error::read(&file.to_string_lossy(), e))?);
+        let data = read(&file)?;
         let sql = format!(
             "COPY {} FROM STDIN",
             QualifiedName::parse(ds.name)?.quoted()
@@ -123,18 +121,4 @@ impl Scenario for ConcurrentBench {
         }
         Ok(r.finish())
     }
-}
-
-/// The seeds' `t` data set (`id int, col2 varchar(32)`), under this
-/// scenario's own table name, so that it and `bench load` cannot truncate
-/// each other's table on a shared server.
-fn dataset() -> Result<Dataset> {
-    let t = LOAD_DATASETS
-        .iter()
-        .find(|d| d.name == "t")
-        .ok_or_else(|| Error::bug("data set t is missing"))?;
-    Ok(Dataset {
-        name: "concurrent_t",
-        ..t.clone()
-    })
 }

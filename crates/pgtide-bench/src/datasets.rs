@@ -9,6 +9,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio_postgres::Client;
 
@@ -49,6 +50,28 @@ pub const LOAD_DATASETS: &[Dataset] = &[
                  FROM generate_series(1, $N) g",
     },
 ];
+
+/// A data file's bytes, read whole (the files the concurrent clients send
+/// as they are).
+pub fn read(file: &Path) -> Result<Bytes> {
+    std::fs::read(file)
+        .map(Bytes::from)
+        .map_err(|e| Error::read(&file.to_string_lossy(), e))
+}
+
+/// The load data set `name` under the table name `table`, so that a
+/// scenario and `bench load` cannot truncate each other's table on a
+/// shared server.
+pub fn load_dataset_as(name: &str, table: &'static str) -> Result<Dataset> {
+    let ds = LOAD_DATASETS
+        .iter()
+        .find(|d| d.name == name)
+        .ok_or_else(|| Error::bug(format!("data set {name} is missing")))?;
+    Ok(Dataset {
+        name: table,
+        ..ds.clone()
+    })
+}
 
 /// The tables `export` and `copy` read: filled by the server itself,
 /// vacuumed, never loaded from a file. `x_int` is seed 004's narrow table;

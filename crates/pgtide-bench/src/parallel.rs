@@ -21,9 +21,8 @@
 //! The table is `parallel_t_copy1`, not `t_copy1`, so that this scenario
 //! and `bench load` cannot truncate each other's table on a shared server.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use bytes::Bytes;
 use pgtide::cluster::find_psql;
 use pgtide::conn::Target;
 use pgtide::copyopts::CopyFormat;
@@ -33,7 +32,7 @@ use tokio_postgres::Client;
 
 use crate::baseline::{self, server_copy, SERVER_COPY};
 use crate::clients::{check_count, pgtide_clients, psql_clients};
-use crate::datasets::{Dataset, LOAD_DATASETS};
+use crate::datasets::{load_dataset_as, read};
 use crate::runner::Runner;
 use crate::{count_rows, load_options, pgtide_name, scaled, time_load, Measurement, Scenario};
 
@@ -85,7 +84,7 @@ impl Scenario for ParallelBench {
         on_result: &mut dyn FnMut(&Measurement),
     ) -> Result<Vec<Measurement>> {
         let mut r = Runner::connect(target, self.runs, on_result).await?;
-        let ds = dataset()?;
+        let ds = load_dataset_as("t_copy1", "parallel_t_copy1")?;
         let table = ds.name;
         let reset = format!("TRUNCATE {table}");
         let psql = find_psql();
@@ -142,22 +141,4 @@ impl Scenario for ParallelBench {
 /// The run left `rows` rows in `table`.
 async fn check(client: &Client, table: &str, who: &str, label: &str, rows: u64) -> Result<()> {
     check_count(label, who, count_rows(client, table).await?, rows)
-}
-
-fn read(file: &Path) -> Result<Bytes> {
-    std::fs::read(file)
-        .map(Bytes::from)
-        .map_err(|e| Error::read(&file.to_string_lossy(), e))
-}
-
-/// The seed's `t_copy1`, under this scenario's own table name.
-fn dataset() -> Result<Dataset> {
-    let t_copy1 = LOAD_DATASETS
-        .iter()
-        .find(|d| d.name == "t_copy1")
-        .ok_or_else(|| Error::bug("data set t_copy1 is missing"))?;
-    Ok(Dataset {
-        name: "parallel_t_copy1",
-        ..t_copy1.clone()
-    })
 }
