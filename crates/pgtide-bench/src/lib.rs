@@ -23,6 +23,13 @@
 //!   [`load`], [`concurrent`], [`parallel`], [`export`], [`copy`],
 //!   [`fdw`], [`methods`], [`rejects`], [`shards`], [`upsert`],
 //!   [`indexes`].
+//!
+//! A new scenario is one file here: a struct of what to run (sizes,
+//! `runs`, worker counts, `dir`) implementing [`Scenario`], whose `run` is
+//! an `async fn` that opens a [`runner::Runner`] and hands each contender
+//! to [`runner::Runner::contender`] (or `interleaved`); then `pub mod` it
+//! above, give it a variant and an arm in the CLI's `bench` (its flags
+//! flatten `BenchCommonArgs`), and a case in `tests/bench.rs`.
 
 #![deny(missing_docs)]
 

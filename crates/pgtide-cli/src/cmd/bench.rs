@@ -2,8 +2,10 @@
 //! markdown table of medians and ratios (the format docs/benchmarks.md
 //! records).
 //!
-//! `run` is a table: one line per scenario, from its flags to its spec.
-//! Every scenario but `load` then goes the same way ([`scenario`]):
+//! `run` is a table: one arm per scenario, from its flags (which flatten
+//! `BenchCommonArgs`, or a shared group of flags that does:
+//! `BenchScaleArgs`, `BenchRowsArgs`) to its spec. Every scenario but
+//! `load` then goes the same way ([`scenario`]):
 //! announce, run against each `--db`, one table per reference, `--json`,
 //! `--chart`. `load` keeps its own report (one server, two tables, no
 //! chart), which `pgtide demo` shares.
