@@ -51,6 +51,12 @@ pub const LOAD_DATASETS: &[Dataset] = &[
     },
 ];
 
+/// `DROP TABLE IF EXISTS <table>; CREATE TABLE <table> (<columns>)`: a
+/// scenario's table, empty, whatever an earlier run left.
+pub fn create_table(table: &str, columns: &str) -> String {
+    format!("DROP TABLE IF EXISTS {table}; CREATE TABLE {table} ({columns})")
+}
+
 /// A data file's bytes, read whole (the files the concurrent clients send
 /// as they are).
 pub fn read(file: &Path) -> Result<Bytes> {
@@ -130,11 +136,7 @@ impl Dataset {
     /// Drops and creates the (empty) table.
     pub async fn create(&self, client: &Client) -> Result<()> {
         client
-            .batch_execute(&format!(
-                "DROP TABLE IF EXISTS {n}; CREATE TABLE {n} ({})",
-                self.columns,
-                n = self.name
-            ))
+            .batch_execute(&create_table(self.name, self.columns))
             .await?;
         Ok(())
     }

@@ -24,6 +24,7 @@ use pgtide::ident::{quote, quote_literal};
 use pgtide::{Error, Result};
 use tokio_postgres::Client;
 
+use crate::datasets::create_table;
 use crate::remote::{drop_server, Remote};
 use crate::runner::Runner;
 use crate::{count_rows, expect_rows, scaled, Measurement, Scenario};
@@ -38,6 +39,8 @@ const SERVER: &str = "fdw";
 const FOREIGN: &str = "fdw_target";
 const REMOTE: &str = "fdw_remote";
 const LOCAL_TABLE: &str = "fdw_local";
+/// The columns of the remote and the local table.
+const COLUMNS: &str = "id int primary key, v text";
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -84,9 +87,7 @@ impl Scenario for FdwBench {
 
         let local = quote(LOCAL_TABLE);
         r.client
-            .batch_execute(&format!(
-                "DROP TABLE IF EXISTS {local}; CREATE TABLE {local} (id int primary key, v text)"
-            ))
+            .batch_execute(&create_table(&local, COLUMNS))
             .await?;
         let m = r.blank(&label, LOCAL, rows);
         r.contender(m, &format!("TRUNCATE {local}"), async |client| {
@@ -181,12 +182,9 @@ async fn timed(client: &Client, sql: &str) -> Result<f64> {
 /// foreign server, user mapping and foreign table.
 async fn setup(client: &Client, bench: &FdwBench) -> Result<Remote> {
     let remote = Remote::start(client, bench.remote_bin.clone(), SERVER, "").await?;
-    let table = quote(REMOTE);
     remote
         .client
-        .batch_execute(&format!(
-            "DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (id int primary key, v text)"
-        ))
+        .batch_execute(&create_table(&quote(REMOTE), COLUMNS))
         .await?;
     client
         .batch_execute(&format!(

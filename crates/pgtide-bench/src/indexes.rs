@@ -10,7 +10,7 @@ use pgtide::conn::Target;
 use pgtide::copyopts::CopyFormat;
 use pgtide::Result;
 
-use crate::datasets::generate;
+use crate::datasets::{create_table, generate};
 use crate::runner::Runner;
 use crate::{counted, load_options, time_load, Measurement, Scenario};
 
@@ -71,7 +71,7 @@ impl Scenario for IndexesBench {
         let mut r = Runner::connect(target, self.runs, on_result).await?;
         let file = generate(&self.dir, "indexes", self.rows, row)?;
         let dataset = counted(self.workers, "worker");
-        let create = format!("DROP TABLE IF EXISTS {TABLE}; CREATE TABLE {TABLE} ({COLUMNS})");
+        let create = create_table(TABLE, COLUMNS);
         for (name, indexes, defer) in [
             (BARE, false, false),
             ("3 indexes, maintained", true, false),

@@ -30,7 +30,7 @@ use pgtide::load::Method;
 use pgtide::{Error, Result};
 
 use crate::baseline::{self, psql_copy, server_copy};
-use crate::datasets::{generate, mix, mixed_row};
+use crate::datasets::{create_table, generate, mix, mixed_row};
 use crate::runner::Runner;
 use crate::{blocking, count_rows, expect_rows, load_options, time_load, Measurement, Scenario};
 
@@ -136,10 +136,7 @@ impl Scenario for MethodsBench {
                 MIXED_COLUMNS
             };
             r.client
-                .batch_execute(&format!(
-                    "DROP TABLE IF EXISTS {t}; CREATE TABLE {t} ({def})",
-                    t = set.table
-                ))
+                .batch_execute(&create_table(set.table, def))
                 .await?;
             let reset = format!("TRUNCATE {} RESTART IDENTITY", set.table);
             for (who, how) in &set.contenders {

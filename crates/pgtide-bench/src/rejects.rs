@@ -15,7 +15,7 @@ use pgtide::conn::Target;
 use pgtide::copyopts::CopyFormat;
 use pgtide::Result;
 
-use crate::datasets::{generate, mixed_row};
+use crate::datasets::{create_table, generate, mixed_row};
 use crate::runner::Runner;
 use crate::{counted, load_options, time_load, Measurement, Scenario};
 
@@ -87,9 +87,7 @@ impl Scenario for RejectsBench {
     ) -> Result<Vec<Measurement>> {
         let mut r = Runner::connect(target, self.runs, on_result).await?;
         r.client
-            .batch_execute(&format!(
-                "DROP TABLE IF EXISTS {TABLE}; CREATE TABLE {TABLE} ({COLUMNS})"
-            ))
+            .batch_execute(&create_table(TABLE, COLUMNS))
             .await?;
         let clean = generate(&self.dir, "rejects-clean", self.rows, mixed_row)?;
         let every = self.every.max(2);

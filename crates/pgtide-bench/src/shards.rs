@@ -34,7 +34,7 @@ use pgtide::{Error, Result};
 use tokio_postgres::Client;
 
 use crate::baseline::{psql_copy, PSQL_COPY};
-use crate::datasets::{generate, mix};
+use crate::datasets::{create_table, generate, mix};
 use crate::remote::{drop_server, Remote};
 use crate::runner::Runner;
 use crate::{blocking, count_rows, expect_rows, load_options, pgtide_name, scaled};
@@ -157,9 +157,7 @@ impl Scenario for ShardsBench {
 
         let local = quote(LOCAL_TABLE);
         r.client
-            .batch_execute(&format!(
-                "DROP TABLE IF EXISTS {local}; CREATE TABLE {local} {COLUMNS}"
-            ))
+            .batch_execute(&create_table(&local, COLUMNS))
             .await?;
         for &w in &workers {
             let m = r.blank(&run.label, &local_name(w), rows);
@@ -196,7 +194,7 @@ impl Scenario for ShardsBench {
     }
 }
 
-const COLUMNS: &str = "(n int, c1 text, c2 text, c3 text)";
+const COLUMNS: &str = "n int, c1 text, c2 text, c3 text";
 
 /// Row `i` of the file: `n` spread over the key space, three texts.
 fn row(i: u64, out: &mut Vec<u8>) {
@@ -261,9 +259,7 @@ impl Run<'_> {
 /// dropped at the end.
 async fn local_parts(r: &mut Runner<'_>, run: &Run<'_>, workers: &[usize]) -> Result<()> {
     let parent = quote(LOCAL_PARTS);
-    let mut sql = format!(
-        "DROP TABLE IF EXISTS {parent}; CREATE TABLE {parent} {COLUMNS} PARTITION BY HASH (n);"
-    );
+    let mut sql = format!("{} PARTITION BY HASH (n);", create_table(&parent, COLUMNS));
     for i in 0..PARTITIONS {
         sql.push_str(&format!(
             "CREATE TABLE {} PARTITION OF {parent} \
@@ -453,14 +449,10 @@ async fn setup(client: &Client, bench: &ShardsBench) -> Result<Remote> {
     let remote = Remote::start(client, bench.remote_bin.clone(), SERVER, options).await?;
     let (server, parent) = (quote(SERVER), quote(PARENT));
     let mut remote_sql = String::new();
-    let mut sql = format!(
-        "DROP TABLE IF EXISTS {parent}; CREATE TABLE {parent} {COLUMNS} PARTITION BY HASH (n);"
-    );
+    let mut sql = format!("{} PARTITION BY HASH (n);", create_table(&parent, COLUMNS));
     for i in 0..PARTITIONS {
         let table = remote_table(i);
-        remote_sql.push_str(&format!(
-            "DROP TABLE IF EXISTS {table}; CREATE TABLE {table} {COLUMNS};"
-        ));
+        remote_sql.push_str(&format!("{};", create_table(&table, COLUMNS)));
         sql.push_str(&format!(
             "CREATE FOREIGN TABLE {} PARTITION OF {parent} \
                FOR VALUES WITH (modulus {PARTITIONS}, remainder {i}) \
