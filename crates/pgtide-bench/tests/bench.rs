@@ -88,10 +88,7 @@ async fn rejects_scenario(target: &Target, dir: &Path) {
         .expect("bench rejects runs");
     let contenders = [rejects::CLEAN, "clean --rejects", "1% bad --rejects"];
     assert_contenders(&results, &["1 worker", "2 workers"], &contenders);
-    for m in &results {
-        assert_eq!(m.skipped, None, "{m:?}");
-        assert!(m.median().is_finite(), "{m:?}");
-    }
+    assert_all_ran(&results);
 }
 
 async fn upsert_scenario(target: &Target, dir: &Path) {
@@ -114,10 +111,7 @@ async fn upsert_scenario(target: &Target, dir: &Path) {
         "pipeline --sql ON CONFLICT (500 rows, scaled)",
     ];
     assert_contenders(&results, &["1 worker", "2 workers"], &contenders);
-    for m in &results {
-        assert_eq!(m.skipped, None, "{m:?}");
-        assert!(m.median().is_finite(), "{m:?}");
-    }
+    assert_all_ran(&results);
 }
 
 async fn indexes_scenario(target: &Target, dir: &Path) {
@@ -138,10 +132,7 @@ async fn indexes_scenario(target: &Target, dir: &Path) {
         "3 indexes, --defer-indexes",
     ];
     assert_contenders(&results, &["2 workers"], &contenders);
-    for m in &results {
-        assert_eq!(m.skipped, None, "{m:?}");
-        assert!(m.median().is_finite(), "{m:?}");
-    }
+    assert_all_ran(&results);
 }
 
 async fn concurrent_scenario(target: &Target, dir: &Path) {
@@ -398,6 +389,14 @@ fn assert_contenders(results: &[Measurement], datasets: &[&str], contenders: &[&
             .filter(|c| contenders.contains(c))
             .collect();
         assert_eq!(got, contenders, "contenders of {ds}: {results:#?}");
+    }
+}
+
+/// Every contender ran (none skipped) and has a median.
+fn assert_all_ran(results: &[Measurement]) {
+    for m in results {
+        assert_eq!(m.skipped, None, "{m:?}");
+        assert!(m.median().is_finite(), "{m:?}");
     }
 }
 
