@@ -22,11 +22,9 @@
 //! `count(*)` over that wall time. The table is truncated before each run,
 //! and the count must equal the number of completed loads times 1,000.
 
-use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bytes::Bytes;
 use pgtide::cluster::find_psql;
 use pgtide::conn::Target;
 use pgtide::ident::QualifiedName;
@@ -34,8 +32,9 @@ use pgtide::{Error, Result};
 
 use crate::baseline;
 use crate::clients::{check_count, pgtide_clients, psql_clients};
-use crate::datasets::{Dataset, LOAD_DATASETS};
-use crate::{count_rows, server_label, Measurement, Scenario, Unit};
+use crate::datasets::{load_dataset_as, read};
+use crate::runner::Runner;
+use crate::{count_rows, counted, Measurement, Scenario, Unit};
 
 /// The pgtide contender.
 pub const PGTIDE: &str = "pgtide";
@@ -73,88 +72,53 @@ impl Scenario for ConcurrentBench {
         vec![PSQL_COPY.into()]
     }
 
-    fn run(
+    async fn run(
         &self,
         target: &Target,
         on_result: &mut dyn FnMut(&Measurement),
-    ) -> impl Future<Output = Result<Vec<Measurement>>> {
-        run(target, self, on_result)
-    }
-}
-
-/// Runs the scenario; `on_result` sees each measurement as it completes.
-pub async fn run(
-    target: &Target,
-    bench: &ConcurrentBench,
-    mut on_result: impl FnMut(&Measurement),
-) -> Result<Vec<Measurement>> {
-    let client = target.connect().await?;
-    let server = server_label(&client).await?;
-    let ds = dataset()?;
-    ds.create(&client).await?;
-    let file = ds.generate(&client, &bench.dir, FILE_ROWS).await?;
-    let data =
-        Bytes::from(std::fs::read(&file).map_err(|e| Error::read(&file.to_string_lossy(), e))?);
-    let sql = format!(
-        "COPY {} FROM STDIN",
-        QualifiedName::parse(ds.name)?.quoted()
-    );
-    let psql = find_psql();
-    let duration = Duration::from_secs_f64(bench.seconds.max(0.0));
-    let mut results = Vec::new();
-    for &n in &bench.clients {
-        let label = format!("{n} client{}", if n == 1 { "" } else { "s" });
-        for who in [PSQL_COPY, PGTIDE] {
-            let mut m = Measurement {
-                unit: Unit::RowsPerMin,
-                ..Measurement::new(&label, who, 0, &server)
-            };
-            for _ in 0..bench.runs {
-                client
-                    .batch_execute(&format!("TRUNCATE {}", ds.name))
-                    .await?;
-                let outcome = match (who, &psql) {
-                    (PGTIDE, _) => pgtide_clients(target, n, &sql, &data, Some(duration)).await,
-                    (_, Some(psql)) => {
-                        psql_clients(target, psql, n, ds.name, &file, Some(duration)).await
-                    }
-                    (_, None) => Err(Error::config("psql not found")),
+    ) -> Result<Vec<Measurement>> {
+        let mut r = Runner::connect(target, self.runs, on_result).await?;
+        let ds = load_dataset_as("t", "concurrent_t")?;
+        ds.create(&r.client).await?;
+        let file = ds.generate(&r.client, &self.dir, FILE_ROWS).await?;
+        let data = read(&file)?;
+        let sql = format!(
+            "COPY {} FROM STDIN",
+            QualifiedName::parse(ds.name)?.quoted()
+        );
+        let psql = find_psql();
+        let duration = Some(Duration::from_secs_f64(self.seconds.max(0.0)));
+        let reset = format!("TRUNCATE {}", ds.name);
+        for &n in &self.clients {
+            let label = counted(n, "client");
+            for who in [PSQL_COPY, PGTIDE] {
+                let mut m = Measurement {
+                    unit: Unit::RowsPerMin,
+                    ..r.blank(&label, who, 0)
                 };
-                let (loads, seconds) = match outcome {
-                    Ok(done) => done,
-                    Err(e) => {
-                        m.skipped = Some(e.message().to_owned());
-                        break;
-                    }
-                };
-                let counted = count_rows(&client, ds.name).await?;
-                check_count(&label, who, counted, loads * FILE_ROWS)?;
-                m.rows = if m.seconds.is_empty() {
-                    counted
-                } else {
-                    m.rows.min(counted)
-                };
-                m.seconds.push(seconds);
-                m.rows_per_min
-                    .push(counted as f64 / seconds.max(1e-9) * 60.0);
+                // The rows each run left, for its rate.
+                let mut counts = Vec::new();
+                r.time(&mut m, &reset, async |client| {
+                    let (loads, seconds) = match (who, &psql) {
+                        (PGTIDE, _) => pgtide_clients(target, n, &sql, &data, duration).await?,
+                        (_, Some(p)) => {
+                            psql_clients(target, p, n, ds.name, &file, duration).await?
+                        }
+                        (_, None) => return Err(Error::config("psql not found")),
+                    };
+                    let rows = count_rows(client, ds.name).await?;
+                    check_count(&label, who, rows, loads * FILE_ROWS)?;
+                    counts.push(rows);
+                    Ok(seconds)
+                })
+                .await?;
+                m.rows = counts.iter().copied().min().unwrap_or(0);
+                m.rows_per_min = (counts.iter().zip(&m.seconds))
+                    .map(|(&rows, &s)| rows as f64 / s.max(1e-9) * 60.0)
+                    .collect();
+                r.push(m);
             }
-            on_result(&m);
-            results.push(m);
         }
+        Ok(r.finish())
     }
-    Ok(results)
-}
-
-/// The seeds' `t` data set (`id int, col2 varchar(32)`), under this
-/// scenario's own table name, so that it and `bench load` cannot truncate
-/// each other's table on a shared server.
-fn dataset() -> Result<Dataset> {
-    let t = LOAD_DATASETS
-        .iter()
-        .find(|d| d.name == "t")
-        .ok_or_else(|| Error::bug("data set t is missing"))?;
-    Ok(Dataset {
-        name: "concurrent_t",
-        ..t.clone()
-    })
 }

@@ -18,7 +18,6 @@
 //! truncated (and a CHECKPOINT taken) before every run, outside the
 //! timing, and its row count checked after. Runs are interleaved.
 
-use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -31,10 +30,10 @@ use pgtide::ident::{quote, QualifiedName};
 use pgtide::progress::Progress;
 use pgtide::transfer::{self, TransferOptions};
 use pgtide::{Error, ErrorKind, Result};
-use tokio_postgres::Client;
 
 use crate::datasets::SERVER_DATASETS;
-use crate::{count_rows, second_server, server_label, Measurement, Scenario};
+use crate::runner::Runner;
+use crate::{blocking, count_rows, counted, expect_rows, second_server, Measurement, Scenario};
 
 /// The reference: the binary psql pipe.
 pub const PSQL_BINARY: &str = "psql pipe (binary)";
@@ -45,10 +44,7 @@ pub const PGCOPYDB: &str = "pgcopydb copy table-data";
 
 /// `pgtide copy (N workers)`.
 pub fn copy_name(workers: usize) -> String {
-    format!(
-        "pgtide copy ({workers} worker{})",
-        if workers == 1 { "" } else { "s" }
-    )
+    format!("pgtide copy ({})", counted(workers, "worker"))
 }
 
 /// What to run.
@@ -82,12 +78,19 @@ impl Scenario for CopyBench {
         vec![PSQL_BINARY.into(), PGCOPYDB.into()]
     }
 
-    fn run(
+    async fn run(
         &self,
-        target: &Target,
+        source: &Target,
         on_result: &mut dyn FnMut(&Measurement),
-    ) -> impl Future<Output = Result<Vec<Measurement>>> {
-        run(target, self, on_result)
+    ) -> Result<Vec<Measurement>> {
+        let mut r = Runner::connect(source, self.runs, on_result).await?;
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| Error::config(format!("cannot create {}: {e}", self.dir.display())))?;
+        let cluster = second_server(&r.client, self.target_bin.clone()).await?;
+        let measured = self.measure(&mut r, source, &cluster.target()).await;
+        let _ = tokio::task::spawn_blocking(move || drop(cluster)).await;
+        measured?;
+        Ok(r.finish())
     }
 }
 
@@ -109,116 +112,62 @@ impl Who {
     }
 }
 
-/// Runs the scenario; `on_result` sees each measurement as it completes.
-pub async fn run(
-    source: &Target,
-    bench: &CopyBench,
-    mut on_result: impl FnMut(&Measurement),
-) -> Result<Vec<Measurement>> {
-    let client = source.connect().await?;
-    let server = server_label(&client).await?;
-    std::fs::create_dir_all(&bench.dir)
-        .map_err(|e| Error::config(format!("cannot create {}: {e}", bench.dir.display())))?;
-    let cluster = second_server(&client, bench.target_bin.clone()).await?;
-    let dest = cluster.target();
-    let measured = measure(source, &dest, &client, &server, bench, &mut on_result).await;
-    let _ = tokio::task::spawn_blocking(move || drop(cluster)).await;
-    measured
-}
-
-async fn measure(
-    source: &Target,
-    dest: &Target,
-    client: &Client,
-    server: &str,
-    bench: &CopyBench,
-    on_result: &mut impl FnMut(&Measurement),
-) -> Result<Vec<Measurement>> {
-    let dst = dest.connect().await?;
-    let psql = find_psql();
-    let pgcopydb = on_path("pgcopydb");
-    let mut contenders = vec![Who::Psql("binary"), Who::Psql("text"), Who::Pgcopydb];
-    contenders.extend(bench.workers.iter().map(|&w| Who::Pgtide(w)));
-    let mut results = Vec::new();
-    for ds in SERVER_DATASETS {
-        let rows = ds.rows_at(bench.scale);
-        ds.fill(client, rows).await?;
-        ds.create(&dst).await?;
-        let label = format!("{} ({rows} rows)", ds.name);
-        let mut ms: Vec<Measurement> = contenders
-            .iter()
-            .map(|w| Measurement::new(&label, &w.name(), rows, server))
-            .collect();
-        for _ in 0..bench.runs {
-            for (&who, m) in contenders.iter().zip(ms.iter_mut()) {
-                if m.skipped.is_some() {
-                    continue;
-                }
-                dst.batch_execute(&format!("TRUNCATE {}; CHECKPOINT", quote(ds.name)))
+impl CopyBench {
+    /// Every contender on every data set, from `source` into `dest`.
+    async fn measure(&self, r: &mut Runner<'_>, source: &Target, dest: &Target) -> Result<()> {
+        let dst = dest.connect().await?;
+        let psql = find_psql();
+        let pgcopydb = on_path("pgcopydb");
+        let mut contenders = vec![Who::Psql("binary"), Who::Psql("text"), Who::Pgcopydb];
+        contenders.extend(self.workers.iter().map(|&w| Who::Pgtide(w)));
+        for ds in SERVER_DATASETS {
+            let rows = ds.rows_at(self.scale);
+            ds.fill(&r.client, rows).await?;
+            ds.create(&dst).await?;
+            let label = format!("{} ({rows} rows)", ds.name);
+            let mut ms: Vec<Measurement> = contenders
+                .iter()
+                .map(|w| r.blank(&label, &w.name(), rows))
+                .collect();
+            let table = ds.name;
+            r.interleaved(&mut ms, "", async |_, i| {
+                dst.batch_execute(&format!("TRUNCATE {}; CHECKPOINT", quote(table)))
                     .await?;
+                let (p, s, d) = (psql.clone(), source.clone(), dest.clone());
                 let start = Instant::now();
-                let ran = match who {
-                    Who::Psql(format) => match &psql {
-                        None => Err("psql not found".to_owned()),
-                        Some(p) => {
-                            let (p, s, d) = (p.clone(), source.clone(), dest.clone());
-                            let table = ds.name;
-                            blocking(move || psql_pipe(&p, &s, &d, table, format)).await?;
-                            Ok(())
-                        }
-                    },
-                    Who::Pgcopydb => match &pgcopydb {
-                        None => Err("pgcopydb is not installed".to_owned()),
-                        Some(p) => {
-                            let (p, s, d) = (p.clone(), source.clone(), dest.clone());
-                            let (table, dir) = (ds.name, bench.dir.clone());
-                            // pgcopydb's own failure (version, set-up) is a
-                            // reason to skip it, not to stop the others.
-                            blocking(move || run_pgcopydb(&p, &s, &d, table, &dir))
-                                .await
-                                .map_err(|e| e.to_string())
-                        }
-                    },
+                match contenders[i] {
+                    Who::Psql(format) => {
+                        let p = p.ok_or_else(|| Error::config("psql not found"))?;
+                        blocking(move || psql_pipe(&p, &s, &d, table, format)).await?;
+                    }
+                    Who::Pgcopydb => {
+                        let p = pgcopydb.clone();
+                        let p = p.ok_or_else(|| Error::config("pgcopydb is not installed"))?;
+                        let dir = self.dir.clone();
+                        blocking(move || run_pgcopydb(&p, &s, &d, table, &dir)).await?;
+                    }
                     Who::Pgtide(workers) => {
-                        let mut o = TransferOptions::new(vec![QualifiedName::parse(ds.name)?]);
+                        let mut o = TransferOptions::new(vec![QualifiedName::parse(table)?]);
                         o.workers = workers;
-                        let mut r =
-                            transfer::run(source, dest, &o, Arc::new(Progress::new(workers)))
-                                .await?;
-                        if let Some(e) = r.failure.take() {
+                        let progress = Arc::new(Progress::new(workers));
+                        let mut report = transfer::run(source, dest, &o, progress).await?;
+                        if let Some(e) = report.failure.take() {
                             return Err(e);
                         }
-                        Ok(())
-                    }
-                };
-                let seconds = start.elapsed().as_secs_f64();
-                match ran {
-                    Err(why) => m.skipped = Some(why),
-                    Ok(()) => {
-                        let n = count_rows(&dst, ds.name).await?;
-                        if n != rows {
-                            return Err(Error::bug(format!(
-                                "{}: {}: {n} rows on the target, expected {rows}",
-                                ds.name, m.contender
-                            )));
-                        }
-                        m.seconds.push(seconds);
                     }
                 }
+                let seconds = start.elapsed().as_secs_f64();
+                let who = format!("{table}: {} on the target", contenders[i].name());
+                expect_rows(count_rows(&dst, table).await?, rows, &who)?;
+                Ok(seconds)
+            })
+            .await?;
+            for m in ms {
+                r.push(m);
             }
         }
-        for m in ms {
-            on_result(&m);
-            results.push(m);
-        }
+        Ok(())
     }
-    Ok(results)
-}
-
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::bug(format!("task failed: {e}")))?
 }
 
 /// `psql -c "COPY t TO STDOUT" | psql -c "COPY t FROM STDIN"`, each

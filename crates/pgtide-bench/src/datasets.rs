@@ -9,6 +9,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio_postgres::Client;
 
@@ -49,6 +50,34 @@ pub const LOAD_DATASETS: &[Dataset] = &[
                  FROM generate_series(1, $N) g",
     },
 ];
+
+/// `DROP TABLE IF EXISTS <table>; CREATE TABLE <table> (<columns>)`: a
+/// scenario's table, empty, whatever an earlier run left.
+pub fn create_table(table: &str, columns: &str) -> String {
+    format!("DROP TABLE IF EXISTS {table}; CREATE TABLE {table} ({columns})")
+}
+
+/// A data file's bytes, read whole (the files the concurrent clients send
+/// as they are).
+pub fn read(file: &Path) -> Result<Bytes> {
+    std::fs::read(file)
+        .map(Bytes::from)
+        .map_err(|e| Error::read(&file.to_string_lossy(), e))
+}
+
+/// The load data set `name` under the table name `table`, so that a
+/// scenario and `bench load` cannot truncate each other's table on a
+/// shared server.
+pub fn load_dataset_as(name: &str, table: &'static str) -> Result<Dataset> {
+    let ds = LOAD_DATASETS
+        .iter()
+        .find(|d| d.name == name)
+        .ok_or_else(|| Error::bug(format!("data set {name} is missing")))?;
+    Ok(Dataset {
+        name: table,
+        ..ds.clone()
+    })
+}
 
 /// The tables `export` and `copy` read: filled by the server itself,
 /// vacuumed, never loaded from a file. `x_int` is seed 004's narrow table;
@@ -101,17 +130,13 @@ impl Dataset {
 
     /// Row count at `scale` (at least 1).
     pub fn rows_at(&self, scale: f64) -> u64 {
-        ((self.rows as f64 * scale).round() as u64).max(1)
+        crate::scaled(self.rows, scale)
     }
 
     /// Drops and creates the (empty) table.
     pub async fn create(&self, client: &Client) -> Result<()> {
         client
-            .batch_execute(&format!(
-                "DROP TABLE IF EXISTS {n}; CREATE TABLE {n} ({})",
-                self.columns,
-                n = self.name
-            ))
+            .batch_execute(&create_table(self.name, self.columns))
             .await?;
         Ok(())
     }

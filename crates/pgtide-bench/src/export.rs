@@ -22,7 +22,6 @@
 //! for byte the same with 1 worker, and the same size with N).
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -38,7 +37,8 @@ use tokio_postgres::Client;
 
 use crate::baseline::{psql_file, psql_meta};
 use crate::datasets::SERVER_DATASETS;
-use crate::{server_label, Measurement, Scenario};
+use crate::runner::Runner;
+use crate::{blocking, counted, Measurement, Scenario};
 
 /// The scan alone.
 pub const COUNT: &str = "SELECT count(*)";
@@ -58,10 +58,7 @@ pub const FORMATS: [&str; 3] = ["text", "csv", "binary"];
 
 /// `pgtide export (N workers, FORMAT)`.
 pub fn export_name(workers: usize, format: &str) -> String {
-    format!(
-        "pgtide export ({workers} worker{}, {format})",
-        if workers == 1 { "" } else { "s" }
-    )
+    format!("pgtide export ({}, {format})", counted(workers, "worker"))
 }
 
 /// What to run.
@@ -103,12 +100,60 @@ impl Scenario for ExportBench {
         ]
     }
 
-    fn run(
+    async fn run(
         &self,
         target: &Target,
         on_result: &mut dyn FnMut(&Measurement),
-    ) -> impl Future<Output = Result<Vec<Measurement>>> {
-        run(target, self, on_result)
+    ) -> Result<Vec<Measurement>> {
+        let mut r = Runner::connect(target, self.runs, on_result).await?;
+        // COPY TO runs in one backend; a parallel count(*) would not be the
+        // single-process scan the seed compared it with.
+        r.client
+            .batch_execute("SET max_parallel_workers_per_gather = 0")
+            .await?;
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| Error::config(format!("cannot create {}: {e}", self.dir.display())))?;
+        let psql = find_psql();
+        let mut contenders = vec![Who::Count, Who::Server("text"), Who::Server("binary")];
+        contenders.extend(FORMATS.map(Who::Psql));
+        for &w in &self.workers {
+            contenders.extend(FORMATS.map(|f| Who::Export(w, f)));
+        }
+        for ds in SERVER_DATASETS {
+            let rows = ds.rows_at(self.scale);
+            ds.fill(&r.client, rows).await?;
+            let label = format!("{} ({rows} rows)", ds.name);
+            let mut ms: Vec<Measurement> = contenders
+                .iter()
+                .map(|w| r.blank(&label, &w.name(), rows))
+                .collect();
+            // The size of psql's file per format: pgtide's must match.
+            let mut sizes: HashMap<&str, u64> = HashMap::new();
+            let file = self.dir.join(format!("{}.export", ds.name));
+            r.interleaved(&mut ms, "", async |client, i| {
+                let who = &contenders[i];
+                let timed = time_one(target, client, psql.as_deref(), ds.name, rows, who, &file);
+                let timed = timed.await;
+                let _ = std::fs::remove_file(&file);
+                let (seconds, size) = timed?;
+                if let (Some(size), Who::Psql(f) | Who::Export(_, f)) = (size, who) {
+                    let want = *sizes.entry(f).or_insert(size);
+                    if want != size {
+                        return Err(Error::bug(format!(
+                            "{}: {}: {size} bytes, psql wrote {want}",
+                            ds.name,
+                            who.name()
+                        )));
+                    }
+                }
+                Ok(seconds)
+            })
+            .await?;
+            for m in ms {
+                r.push(m);
+            }
+        }
+        Ok(r.finish())
     }
 }
 
@@ -135,75 +180,9 @@ impl Who {
     }
 }
 
-/// Runs the scenario; `on_result` sees each measurement as it completes.
-pub async fn run(
-    target: &Target,
-    bench: &ExportBench,
-    mut on_result: impl FnMut(&Measurement),
-) -> Result<Vec<Measurement>> {
-    let client = target.connect().await?;
-    let server = server_label(&client).await?;
-    // COPY TO runs in one backend; a parallel count(*) would not be the
-    // single-process scan the seed compared it with.
-    client
-        .batch_execute("SET max_parallel_workers_per_gather = 0")
-        .await?;
-    std::fs::create_dir_all(&bench.dir)
-        .map_err(|e| Error::config(format!("cannot create {}: {e}", bench.dir.display())))?;
-    let psql = find_psql();
-    let mut contenders = vec![Who::Count, Who::Server("text"), Who::Server("binary")];
-    contenders.extend(FORMATS.map(Who::Psql));
-    for &w in &bench.workers {
-        contenders.extend(FORMATS.map(|f| Who::Export(w, f)));
-    }
-    let mut results = Vec::new();
-    for ds in SERVER_DATASETS {
-        let rows = ds.rows_at(bench.scale);
-        ds.fill(&client, rows).await?;
-        let label = format!("{} ({rows} rows)", ds.name);
-        let mut ms: Vec<Measurement> = contenders
-            .iter()
-            .map(|w| Measurement::new(&label, &w.name(), rows, &server))
-            .collect();
-        // The size of psql's file per format: pgtide's must match.
-        let mut sizes: HashMap<&str, u64> = HashMap::new();
-        for _ in 0..bench.runs {
-            for (who, m) in contenders.iter().zip(ms.iter_mut()) {
-                if m.skipped.is_some() {
-                    continue;
-                }
-                let file = bench.dir.join(format!("{}.export", ds.name));
-                let timed = time_one(target, &client, psql.as_deref(), ds.name, rows, who, &file);
-                match timed.await? {
-                    Ok((s, size)) => {
-                        m.seconds.push(s);
-                        if let (Some(size), Who::Psql(f) | Who::Export(_, f)) = (size, who) {
-                            let want = *sizes.entry(f).or_insert(size);
-                            if want != size {
-                                return Err(Error::bug(format!(
-                                    "{}: {}: {size} bytes, psql wrote {want}",
-                                    ds.name,
-                                    who.name()
-                                )));
-                            }
-                        }
-                    }
-                    Err(why) => m.skipped = Some(why),
-                }
-                let _ = std::fs::remove_file(&file);
-            }
-        }
-        for m in ms {
-            on_result(&m);
-            results.push(m);
-        }
-    }
-    Ok(results)
-}
-
-/// Times one run; returns the seconds and, for a file, its size, or
-/// (inner `Err`) why the contender cannot run here: no psql, no right to
-/// write a server-side file. A wrong result is an outer `Err` (a bug).
+/// Times one run; returns the seconds and, for a file, its size. A
+/// contender that cannot run here (no psql, no right to write a
+/// server-side file) is a configuration error; a wrong result is a bug.
 async fn time_one(
     target: &Target,
     client: &Client,
@@ -212,7 +191,7 @@ async fn time_one(
     rows: u64,
     who: &Who,
     file: &Path,
-) -> Result<std::result::Result<(f64, Option<u64>), String>> {
+) -> Result<(f64, Option<u64>)> {
     let name = quote(table);
     let start = Instant::now();
     let mut size = None;
@@ -227,21 +206,17 @@ async fn time_one(
         Who::Server(format) => {
             let sql = format!("COPY {name} TO '/dev/null' (FORMAT {format})");
             if let Err(e) = client.batch_execute(&sql).await {
-                return Ok(Err(format!("{sql}: {}", Error::from(e))));
+                return Err(Error::config(format!("{sql}: {}", Error::from(e))));
             }
         }
         Who::Psql(format) => {
-            let Some(psql) = psql else {
-                return Ok(Err("psql not found".into()));
-            };
+            let psql = psql.ok_or_else(|| Error::config("psql not found"))?;
             let meta = format!("\\copy {name} TO {} (FORMAT {format})", psql_file(file)?);
             let (target, psql) = (target.clone(), psql.to_owned());
-            tokio::task::spawn_blocking(move || psql_meta(&target, &psql, &meta))
-                .await
-                .map_err(|e| Error::bug(format!("psql task failed: {e}")))??;
+            blocking(move || psql_meta(&target, &psql, &meta)).await?;
             let elapsed = start.elapsed().as_secs_f64();
             let len = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
-            return Ok(Ok((elapsed, Some(len))));
+            return Ok((elapsed, Some(len)));
         }
         Who::Export(workers, format) => {
             let format = match *format {
@@ -260,7 +235,7 @@ async fn time_one(
             size = Some(r.bytes);
         }
     }
-    Ok(Ok((start.elapsed().as_secs_f64(), size)))
+    Ok((start.elapsed().as_secs_f64(), size))
 }
 
 fn check(table: &str, who: &Who, ok: bool, what: &str) -> Result<()> {

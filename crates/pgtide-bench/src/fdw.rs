@@ -18,14 +18,16 @@
 //! its user mapping, which holds the remote's password, are dropped at
 //! the end.
 
-use pgtide::cluster::{Cluster, PgBin};
+use pgtide::cluster::PgBin;
 use pgtide::conn::Target;
 use pgtide::ident::{quote, quote_literal};
 use pgtide::{Error, Result};
-use std::future::Future;
 use tokio_postgres::Client;
 
-use crate::{count_rows, second_server, server_label, Measurement, Scenario};
+use crate::datasets::create_table;
+use crate::remote::{drop_server, Remote};
+use crate::runner::Runner;
+use crate::{count_rows, expect_rows, scaled, Measurement, Scenario};
 
 /// The reference: the same INSERT into a local table.
 pub const LOCAL: &str = "local table";
@@ -37,6 +39,8 @@ const SERVER: &str = "fdw";
 const FOREIGN: &str = "fdw_target";
 const REMOTE: &str = "fdw_remote";
 const LOCAL_TABLE: &str = "fdw_local";
+/// The columns of the remote and the local table.
+const COLUMNS: &str = "id int primary key, v text";
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -72,91 +76,64 @@ impl Scenario for FdwBench {
         vec![LOCAL.into(), fdw_name(1)]
     }
 
-    fn run(
+    async fn run(
         &self,
         target: &Target,
         on_result: &mut dyn FnMut(&Measurement),
-    ) -> impl Future<Output = Result<Vec<Measurement>>> {
-        run(target, self, on_result)
-    }
-}
+    ) -> Result<Vec<Measurement>> {
+        let mut r = Runner::connect(target, self.runs, on_result).await?;
+        let rows = scaled(ROWS, self.scale);
+        let label = format!("INSERT SELECT {rows} rows");
 
-/// Runs the scenario; `on_result` sees each measurement as it completes.
-pub async fn run(
-    target: &Target,
-    bench: &FdwBench,
-    mut on_result: impl FnMut(&Measurement),
-) -> Result<Vec<Measurement>> {
-    let client = target.connect().await?;
-    let server = server_label(&client).await?;
-    let rows = ((ROWS as f64 * bench.scale).round() as u64).max(1);
-    let label = format!("INSERT SELECT {rows} rows");
-    let blank = |who: &str| Measurement::new(&label, who, rows, &server);
-
-    let local = quote(LOCAL_TABLE);
-    client
-        .batch_execute(&format!(
-            "DROP TABLE IF EXISTS {local}; CREATE TABLE {local} (id int primary key, v text)"
-        ))
+        let local = quote(LOCAL_TABLE);
+        r.client
+            .batch_execute(&create_table(&local, COLUMNS))
+            .await?;
+        let m = r.blank(&label, LOCAL, rows);
+        r.contender(m, &format!("TRUNCATE {local}"), async |client| {
+            let seconds = timed(client, &insert_sql(LOCAL_TABLE, rows)).await?;
+            expect_rows(count_rows(client, LOCAL_TABLE).await?, rows, LOCAL)?;
+            Ok(seconds)
+        })
         .await?;
-    let mut m = blank(LOCAL);
-    for _ in 0..bench.runs {
-        client.batch_execute(&format!("TRUNCATE {local}")).await?;
-        m.seconds
-            .push(timed(&client, &insert_sql(LOCAL_TABLE, rows)).await?);
-        expect_rows(count_rows(&client, LOCAL_TABLE).await?, rows, LOCAL)?;
-    }
-    on_result(&m);
-    let mut results = vec![m];
 
-    let remote = match setup(&client, bench).await {
-        Ok(remote) => remote,
-        Err(e) => {
-            let _ = client
-                .batch_execute(&format!("DROP SERVER IF EXISTS {} CASCADE", quote(SERVER)))
-                .await;
-            for &b in &bench.batch_sizes {
-                let mut m = blank(&fdw_name(b));
-                m.skipped = Some(e.message().to_owned());
-                on_result(&m);
-                results.push(m);
+        let remote = match setup(&r.client, self).await {
+            Ok(remote) => remote,
+            Err(e) => {
+                let _ = drop_server(&r.client, SERVER).await;
+                for &b in &self.batch_sizes {
+                    let mut m = r.blank(&label, &fdw_name(b), rows);
+                    m.skipped = Some(e.message().to_owned());
+                    r.push(m);
+                }
+                return Ok(r.finish());
             }
-            return Ok(results);
+        };
+        let (mut measured, mut option_added) = (Ok(()), false);
+        for &b in &self.batch_sizes {
+            let m = r.blank(&label, &fdw_name(b), rows);
+            measured = batch_runs(&mut r, &remote, b, &mut option_added, m).await;
+            if measured.is_err() {
+                break;
+            }
         }
-    };
-    let mut option_added = false;
-    let mut measured = Ok(());
-    for &b in &bench.batch_sizes {
-        let mut m = blank(&fdw_name(b));
-        measured = batch_runs(&client, &remote, b, bench.runs, &mut option_added, &mut m).await;
-        if measured.is_err() {
-            break;
-        }
-        on_result(&m);
-        results.push(m);
+        // Always drop the foreign server: its user mapping holds a password.
+        let dropped = remote.stop(&r.client).await;
+        measured?;
+        dropped?;
+        Ok(r.finish())
     }
-    // Always drop the foreign server: its user mapping holds a password.
-    let dropped = client
-        .batch_execute(&format!("DROP SERVER IF EXISTS {} CASCADE", quote(SERVER)))
-        .await;
-    drop(remote.client);
-    let cluster = remote.cluster;
-    let _ = tokio::task::spawn_blocking(move || drop(cluster)).await;
-    measured?;
-    dropped?;
-    Ok(results)
 }
 
-/// Sets `batch_size` on the foreign table and times `runs` INSERTs into
-/// it. A server that refuses the option or the INSERT (no route to the
-/// remote) makes the measurement skipped, with the server's reason.
+/// Sets `batch_size` on the foreign table and times the runs of INSERTs into it. A server that
+/// refuses the option or the INSERT (no route to the remote) makes the
+/// measurement skipped, with the server's reason.
 async fn batch_runs(
-    client: &Client,
+    r: &mut Runner<'_>,
     remote: &Remote,
     batch_size: u32,
-    runs: usize,
     option_added: &mut bool,
-    m: &mut Measurement,
+    mut m: Measurement,
 ) -> Result<()> {
     let verb = if *option_added { "SET" } else { "ADD" };
     let alter = format!(
@@ -164,33 +141,26 @@ async fn batch_runs(
         quote(FOREIGN),
         quote_literal(&batch_size.to_string())
     );
-    if let Err(e) = client.batch_execute(&alter).await {
+    if let Err(e) = r.client.batch_execute(&alter).await {
         m.skipped = Some(format!(
             "batch_size needs PostgreSQL 14+: {}",
             Error::from(e)
         ));
+        r.push(m);
         return Ok(());
     }
     *option_added = true;
-    for _ in 0..runs {
-        remote
-            .client
-            .batch_execute(&format!("TRUNCATE {}", quote(REMOTE)))
-            .await?;
-        match timed(client, &insert_sql(FOREIGN, m.rows)).await {
-            Ok(s) => m.seconds.push(s),
-            Err(e) => {
-                m.skipped = Some(format!("INSERT through postgres_fdw failed: {e}"));
-                return Ok(());
-            }
-        }
-        expect_rows(
-            count_rows(&remote.client, REMOTE).await?,
-            m.rows,
-            &m.contender,
-        )?;
-    }
-    Ok(())
+    let (rows, who) = (m.rows, m.contender.clone());
+    let truncate = format!("TRUNCATE {}", quote(REMOTE));
+    r.contender(m, "", async |client| {
+        remote.client.batch_execute(&truncate).await?;
+        let seconds = timed(client, &insert_sql(FOREIGN, rows))
+            .await
+            .map_err(|e| Error::config(format!("INSERT through postgres_fdw failed: {e}")))?;
+        expect_rows(count_rows(&remote.client, REMOTE).await?, rows, &who)?;
+        Ok(seconds)
+    })
+    .await
 }
 
 /// The seed's statement: `INSERT INTO t SELECT g, md5(g::text) ...`.
@@ -208,58 +178,21 @@ async fn timed(client: &Client, sql: &str) -> Result<f64> {
     Ok(start.elapsed().as_secs_f64())
 }
 
-/// The remote server and a connection to it.
-struct Remote {
-    cluster: Cluster,
-    client: Client,
-}
-
-/// Starts the remote, creates its table, and the extension, foreign
-/// server, user mapping and foreign table on the main server.
+/// Starts the remote, creates its table, and on the main server the
+/// foreign server, user mapping and foreign table.
 async fn setup(client: &Client, bench: &FdwBench) -> Result<Remote> {
-    client
-        .batch_execute("CREATE EXTENSION IF NOT EXISTS postgres_fdw")
-        .await
-        .map_err(|e| Error::config(format!("postgres_fdw is not available: {e}")))?;
-    let cluster = second_server(client, bench.remote_bin.clone()).await?;
-    let remote_target = cluster.target();
-    let remote = remote_target.connect().await?;
-    let table = quote(REMOTE);
+    let remote = Remote::start(client, bench.remote_bin.clone(), SERVER, "").await?;
     remote
-        .batch_execute(&format!(
-            "DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (id int primary key, v text)"
-        ))
+        .client
+        .batch_execute(&create_table(&quote(REMOTE), COLUMNS))
         .await?;
-    let (server, foreign) = (quote(SERVER), quote(FOREIGN));
-    let lit = |s: &str| quote_literal(s);
     client
         .batch_execute(&format!(
-            "DROP SERVER IF EXISTS {server} CASCADE; \
-             CREATE SERVER {server} FOREIGN DATA WRAPPER postgres_fdw \
-               OPTIONS (host {}, port {}, dbname {}); \
-             CREATE USER MAPPING FOR CURRENT_USER SERVER {server} \
-               OPTIONS (user {}, password {}); \
-             CREATE FOREIGN TABLE {foreign} (id int, v text) SERVER {server} \
-               OPTIONS (table_name {})",
-            lit(remote_target.host()),
-            lit(&remote_target.port().to_string()),
-            lit(remote_target.dbname()),
-            lit(remote_target.user()),
-            lit(cluster.password()),
-            lit(REMOTE),
+            "CREATE FOREIGN TABLE {} (id int, v text) SERVER {} OPTIONS (table_name {})",
+            quote(FOREIGN),
+            quote(SERVER),
+            quote_literal(REMOTE),
         ))
         .await?;
-    Ok(Remote {
-        cluster,
-        client: remote,
-    })
-}
-
-fn expect_rows(counted: u64, rows: u64, who: &str) -> Result<()> {
-    if counted != rows {
-        return Err(Error::bug(format!(
-            "{who}: {counted} rows arrived, expected {rows}"
-        )));
-    }
-    Ok(())
+    Ok(remote)
 }

@@ -3,18 +3,16 @@
 //! (`--defer-indexes`: dropped before the load, built again after it in
 //! parallel), next to the same load into the table without indexes.
 
-use std::future::Future;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use pgtide::conn::Target;
 use pgtide::copyopts::CopyFormat;
-use pgtide::ident::QualifiedName;
-use pgtide::load::LoadOptions;
 use pgtide::Result;
 
-use crate::datasets::generate;
-use crate::{Measurement, Scenario};
+use crate::datasets::{create_table, generate};
+use crate::runner::Runner;
+use crate::{counted, load_options, time_load, Measurement, Scenario};
 
 /// The table loaded.
 pub const TABLE: &str = "bench_indexes";
@@ -65,58 +63,33 @@ impl Scenario for IndexesBench {
         vec![BARE.into()]
     }
 
-    fn run(
+    async fn run(
         &self,
         target: &Target,
         on_result: &mut dyn FnMut(&Measurement),
-    ) -> impl Future<Output = Result<Vec<Measurement>>> {
-        run(target, self, on_result)
-    }
-}
-
-/// Runs the scenario.
-pub async fn run(
-    target: &Target,
-    bench: &IndexesBench,
-    mut on_result: impl FnMut(&Measurement),
-) -> Result<Vec<Measurement>> {
-    let client = target.connect().await?;
-    let version: String = client.query_one("SHOW server_version", &[]).await?.get(0);
-    let file = generate(&bench.dir, "indexes", bench.rows, row)?;
-    let dataset = format!("{} workers", bench.workers);
-    let mut results = Vec::new();
-    for (name, indexes, defer) in [
-        (BARE, false, false),
-        ("3 indexes, maintained", true, false),
-        ("3 indexes, --defer-indexes", true, true),
-    ] {
-        let mut m = Measurement::new(&dataset, name, bench.rows, &version);
-        for _ in 0..bench.runs {
-            let create = format!("DROP TABLE IF EXISTS {TABLE}; CREATE TABLE {TABLE} ({COLUMNS})");
-            client.batch_execute(&create).await?;
-            if indexes {
-                client.batch_execute(INDEXES).await?;
-            }
-            let _ = client.batch_execute("CHECKPOINT").await;
-            m.seconds
-                .push(time_load(target, &file, bench.workers, defer).await?);
+    ) -> Result<Vec<Measurement>> {
+        let mut r = Runner::connect(target, self.runs, on_result).await?;
+        let file = generate(&self.dir, "indexes", self.rows, row)?;
+        let dataset = counted(self.workers, "worker");
+        let create = create_table(TABLE, COLUMNS);
+        for (name, indexes, defer) in [
+            (BARE, false, false),
+            ("3 indexes, maintained", true, false),
+            ("3 indexes, --defer-indexes", true, true),
+        ] {
+            let reset = match indexes {
+                true => format!("{create}; {INDEXES}"),
+                false => create.clone(),
+            };
+            let mut opts = load_options(&file, TABLE, CopyFormat::Csv, self.workers)?;
+            opts.defer_indexes = defer;
+            let m = r.blank(&dataset, name, self.rows);
+            r.contender(m, &reset, async |_| Ok(time_load(target, &opts).await?.0))
+                .await?;
         }
-        on_result(&m);
-        results.push(m);
+        r.client
+            .batch_execute(&format!("DROP TABLE IF EXISTS {TABLE}"))
+            .await?;
+        Ok(r.finish())
     }
-    client
-        .batch_execute(&format!("DROP TABLE IF EXISTS {TABLE}"))
-        .await?;
-    Ok(results)
-}
-
-async fn time_load(target: &Target, file: &Path, workers: usize, defer: bool) -> Result<f64> {
-    let mut o = LoadOptions::new(
-        vec![file.to_string_lossy().into_owned()],
-        QualifiedName::parse(TABLE)?,
-        CopyFormat::Csv,
-    );
-    o.workers = workers;
-    o.defer_indexes = defer;
-    Ok(crate::time_load(target, &o).await?.0)
 }

@@ -12,13 +12,24 @@
 //! Layout, bottom to top (a module uses only modules below it, and the
 //! crate root's items):
 //! - this file: [`Measurement`], [`Scenario`], the helpers every scenario
-//!   shares (server label, row count, timing a `pgtide load`);
+//!   shares (server label, row counts, names, timing a `pgtide load`);
+//! - [`runner`] (one scenario's run against one server: reset, time and
+//!   check each run of each contender, skip a contender that cannot run);
+//! - [`remote`] (a second server reached through postgres_fdw);
 //! - [`baseline`] (psql `\copy`, server-side COPY and their names),
 //!   [`datasets`] (the data the scenarios load), [`clients`] (N clients
 //!   loading in a loop), [`markdown`] and [`chart`] (reports);
 //! - the scenarios, one file each, which never import each other:
 //!   [`load`], [`concurrent`], [`parallel`], [`export`], [`copy`],
-//!   [`fdw`], [`methods`], [`rejects`], [`shards`].
+//!   [`fdw`], [`methods`], [`rejects`], [`shards`], [`upsert`],
+//!   [`indexes`].
+//!
+//! A new scenario is one file here: a struct of what to run (sizes,
+//! `runs`, worker counts, `dir`) implementing [`Scenario`], whose `run` is
+//! an `async fn` that opens a [`runner::Runner`] and hands each contender
+//! to [`runner::Runner::contender`] (or `interleaved`); then `pub mod` it
+//! above, give it a variant and an arm in the CLI's `bench` (its flags
+//! flatten `BenchCommonArgs`), and a case in `tests/bench.rs`.
 
 #![deny(missing_docs)]
 
@@ -36,24 +47,32 @@ pub mod markdown;
 pub mod methods;
 pub mod parallel;
 pub mod rejects;
+pub mod remote;
+pub mod runner;
 pub mod shards;
 pub mod upsert;
 
 use std::future::Future;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use pgtide::cluster::{Cluster, ClusterOptions, PgBin};
 use pgtide::conn::Target;
+use pgtide::copyopts::CopyFormat;
 use pgtide::ident::QualifiedName;
 use pgtide::load::{LoadOptions, Report};
 use pgtide::progress::Progress;
-use pgtide::Result;
+use pgtide::{Error, Result};
 use serde::Serialize;
 use tokio_postgres::Client;
 
 /// One experiment: what the CLI announces, runs against each server, and
 /// reports (one markdown table per reference contender).
+///
+/// A scenario is a struct of what to run (sizes, runs, worker counts)
+/// implementing these four methods; its `run` is usually an `async fn`
+/// over a [`runner::Runner`].
 pub trait Scenario {
     /// The line printed on stderr before the scenario starts.
     fn announce(&self) -> String;
@@ -180,7 +199,7 @@ pub async fn time_load(target: &Target, opts: &LoadOptions) -> Result<(f64, Repo
 /// setting of the server `client` is on, so both pay the same for WAL.
 pub async fn second_server(client: &Client, bin: Option<PgBin>) -> Result<Cluster> {
     let fsync: String = client.query_one("SHOW fsync", &[]).await?.get(0);
-    tokio::task::spawn_blocking(move || {
+    blocking(move || {
         let bin = match bin {
             Some(bin) => bin,
             None => PgBin::find()?,
@@ -192,13 +211,58 @@ pub async fn second_server(client: &Client, bin: Option<PgBin>) -> Result<Cluste
         Cluster::temp(&bin, opts)
     })
     .await
-    .map_err(|e| pgtide::Error::bug(format!("second server task failed: {e}")))?
+}
+
+/// `N worker` or `N workers` (for `noun` "worker"): a count and its noun,
+/// plural unless the count is 1.
+pub fn counted(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
 /// The contender name of `pgtide load --workers N`: `pgtide (N workers)`.
 pub fn pgtide_name(workers: usize) -> String {
-    format!(
-        "pgtide ({workers} worker{})",
-        if workers == 1 { "" } else { "s" }
-    )
+    format!("pgtide ({})", counted(workers, "worker"))
+}
+
+/// Runs `f` on tokio's blocking threads (psql and other processes, a
+/// server's start and stop) and waits for it.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::bug(format!("blocking task failed: {e}")))?
+}
+
+/// Rows at `scale` of `rows`, at least 1.
+pub fn scaled(rows: u64, scale: f64) -> u64 {
+    ((rows as f64 * scale).round() as u64).max(1)
+}
+
+/// The options of `pgtide load FILE --table TABLE --format FORMAT
+/// --workers N`, everything else as the CLI's defaults.
+pub fn load_options(
+    file: &Path,
+    table: &str,
+    format: CopyFormat,
+    workers: usize,
+) -> Result<LoadOptions> {
+    let mut opts = LoadOptions::new(
+        vec![file.to_string_lossy().into_owned()],
+        QualifiedName::parse(table)?,
+        format,
+    );
+    opts.workers = workers;
+    Ok(opts)
+}
+
+/// Every run must leave exactly the rows it was given, or its time means
+/// nothing: a difference is a bug.
+pub fn expect_rows(counted: u64, rows: u64, who: &str) -> Result<()> {
+    if counted != rows {
+        return Err(Error::bug(format!(
+            "{who}: {counted} rows arrived, expected {rows}"
+        )));
+    }
+    Ok(())
 }

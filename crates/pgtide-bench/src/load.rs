@@ -8,13 +8,12 @@ use std::time::Instant;
 use pgtide::cluster::find_psql;
 use pgtide::conn::Target;
 use pgtide::copyopts::CopyFormat;
-use pgtide::ident::QualifiedName;
-use pgtide::load::LoadOptions;
 use pgtide::{Error, ErrorKind, Result};
 
 use crate::baseline::{self, psql_copy, server_copy};
 use crate::datasets::{make_world_readable, Dataset, LOAD_DATASETS};
-use crate::{pgtide_name, time_load, Measurement};
+use crate::runner::Runner;
+use crate::{blocking, count_rows, expect_rows, load_options, pgtide_name, time_load, Measurement};
 
 /// Name of the server-side COPY contender (the usual reference).
 pub const SERVER_COPY: &str = baseline::SERVER_COPY;
@@ -41,61 +40,43 @@ pub struct LoadBench {
 }
 
 /// Runs the scenario; `on_result` sees each measurement as it completes.
+/// Its measurements carry no server label: `bench load` runs against one
+/// server, and its tables have no server column.
 pub async fn run(
     target: &Target,
     bench: &LoadBench,
     mut on_result: impl FnMut(&Measurement),
 ) -> Result<Vec<Measurement>> {
-    let client = target.connect().await?;
+    let mut r = Runner::connect(target, bench.runs, &mut on_result).await?;
     let psql = find_psql();
-    let mut results = Vec::new();
     for ds in LOAD_DATASETS {
         if !bench.datasets.is_empty() && !bench.datasets.iter().any(|d| d == ds.name) {
             continue;
         }
         let rows = ds.rows_at(bench.scale);
-        ds.create(&client).await?;
-        let file = ds.generate(&client, &bench.dir, rows).await?;
+        ds.create(&r.client).await?;
+        let file = ds.generate(&r.client, &bench.dir, rows).await?;
         let mut contenders: Vec<String> =
             vec![SERVER_COPY.into(), PSQL_COPY.into(), PSQL_HALVES.into()];
         contenders.extend(bench.workers.iter().map(|w| pgtide_name(*w)));
         let mut set: Vec<Measurement> = contenders
             .iter()
-            .map(|who| Measurement {
-                dataset: ds.name.into(),
-                contender: who.clone(),
-                rows,
-                ..Default::default()
-            })
+            .map(|who| Measurement::new(ds.name, who, rows, ""))
             .collect();
-        // Runs are interleaved (every contender once, then again), so that
-        // drift on a shared machine (checkpoints, autovacuum, neighbours)
-        // spreads over all contenders instead of favouring one.
-        for _ in 0..bench.runs {
-            for m in set.iter_mut().filter(|m| m.skipped.is_none()) {
-                client
-                    .batch_execute(&format!("TRUNCATE {}", ds.name))
-                    .await?;
-                // Start each run from the same state: no dirty buffers of
-                // the previous run (ignored where not superuser).
-                let _ = client.batch_execute("CHECKPOINT").await;
-                let who = m.contender.clone();
-                match time_one(target, &client, psql.as_deref(), ds, &file, &who).await {
-                    Ok(s) => m.seconds.push(s),
-                    Err(e) => {
-                        m.skipped = Some(e.message().to_owned());
-                        continue;
-                    }
-                }
-                verify_count(&client, ds, rows, &who).await?;
-            }
-        }
+        let reset = format!("TRUNCATE {}", ds.name);
+        r.interleaved(&mut set, &reset, async |client, i| {
+            let who = &contenders[i];
+            let seconds = time_one(target, client, psql.as_deref(), ds, &file, who).await?;
+            let n = count_rows(client, ds.name).await?;
+            expect_rows(n, rows, &format!("{}: {who}", ds.name))?;
+            Ok(seconds)
+        })
+        .await?;
         for m in set {
-            on_result(&m);
-            results.push(m);
+            r.push(m);
         }
     }
-    Ok(results)
+    Ok(r.finish())
 }
 
 async fn time_one(
@@ -113,9 +94,7 @@ async fn time_one(
         let psql = psql.ok_or_else(|| Error::config("psql not found"))?;
         let (target, psql, file) = (target.clone(), psql.to_owned(), file.to_owned());
         let name = ds.name;
-        return tokio::task::spawn_blocking(move || psql_copy(&target, &psql, name, &file, ""))
-            .await
-            .map_err(|e| Error::bug(format!("psql task failed: {e}")))?;
+        return blocking(move || psql_copy(&target, &psql, name, &file, "")).await;
     }
     if who == PSQL_HALVES {
         let psql = psql.ok_or_else(|| Error::config("psql not found"))?;
@@ -141,12 +120,7 @@ async fn time_one(
         .next()
         .and_then(|n| n.parse().ok())
         .ok_or_else(|| Error::bug(format!("unknown contender {who}")))?;
-    let mut opts = LoadOptions::new(
-        vec![file.to_string_lossy().into_owned()],
-        QualifiedName::parse(ds.name)?,
-        CopyFormat::Text,
-    );
-    opts.workers = workers;
+    let opts = load_options(file, ds.name, CopyFormat::Text, workers)?;
     Ok(time_load(target, &opts).await?.0)
 }
 
@@ -177,24 +151,4 @@ fn split_halves(file: &std::path::Path) -> Result<[std::path::PathBuf; 2]> {
     make_world_readable(&a)?;
     make_world_readable(&b)?;
     Ok([a, b])
-}
-
-/// Every contender must load every row, or its time means nothing.
-async fn verify_count(
-    client: &tokio_postgres::Client,
-    ds: &Dataset,
-    rows: u64,
-    who: &str,
-) -> Result<()> {
-    let n: i64 = client
-        .query_one(&format!("SELECT count(*) FROM {}", ds.name), &[])
-        .await?
-        .get(0);
-    if n as u64 != rows {
-        return Err(Error::bug(format!(
-            "{}: {who} loaded {n} rows, expected {rows}",
-            ds.name
-        )));
-    }
-    Ok(())
 }

@@ -20,20 +20,19 @@
 //! Every run starts from an empty table (`TRUNCATE ... RESTART IDENTITY`,
 //! `CHECKPOINT`) and its `count(*)` is checked.
 
-use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use pgtide::cluster::find_psql;
 use pgtide::conn::Target;
 use pgtide::copyopts::CopyFormat;
-use pgtide::ident::QualifiedName;
-use pgtide::load::{LoadOptions, Method};
+use pgtide::load::Method;
 use pgtide::{Error, Result};
 
 use crate::baseline::{self, psql_copy, server_copy};
-use crate::datasets::{generate, mix, mixed_row};
-use crate::{count_rows, server_label, time_load, Measurement, Scenario};
+use crate::datasets::{create_table, generate, mix, mixed_row};
+use crate::runner::Runner;
+use crate::{blocking, count_rows, expect_rows, load_options, time_load, Measurement, Scenario};
 
 /// Seed 001's table.
 pub const IPT: &str = "insert_performance_test";
@@ -123,116 +122,91 @@ impl Scenario for MethodsBench {
         vec![PSQL_COPY.into(), contender(Method::Insert, 1)]
     }
 
-    fn run(
+    async fn run(
         &self,
         target: &Target,
         on_result: &mut dyn FnMut(&Measurement),
-    ) -> impl Future<Output = Result<Vec<Measurement>>> {
-        run(target, self, on_result)
+    ) -> Result<Vec<Measurement>> {
+        let mut r = Runner::connect(target, self.runs, on_result).await?;
+        let psql = find_psql();
+        for set in &self.sets()? {
+            let def = if set.table == IPT {
+                IPT_COLUMNS
+            } else {
+                MIXED_COLUMNS
+            };
+            r.client
+                .batch_execute(&create_table(set.table, def))
+                .await?;
+            let reset = format!("TRUNCATE {} RESTART IDENTITY", set.table);
+            for (who, how) in &set.contenders {
+                let m = r.blank(set.table, who, set.rows);
+                r.contender(m, &reset, async |client| {
+                    let seconds = match how {
+                        Some((method, workers)) => {
+                            time_pgtide(target, set, *method, *workers).await?
+                        }
+                        None => time_baseline(target, client, psql.as_deref(), set, who).await?,
+                    };
+                    let n = count_rows(client, set.table).await?;
+                    expect_rows(n, set.rows, &format!("{}: {who}", set.table))?;
+                    Ok(seconds)
+                })
+                .await?;
+            }
+        }
+        Ok(r.finish())
     }
 }
 
-/// Runs the scenario; `on_result` sees each measurement as it completes.
-pub async fn run(
-    target: &Target,
-    bench: &MethodsBench,
-    mut on_result: impl FnMut(&Measurement),
-) -> Result<Vec<Measurement>> {
-    let client = target.connect().await?;
-    let server = server_label(&client).await?;
-    let psql = find_psql();
-    let baselines = || vec![(SERVER_COPY.to_owned(), None), (PSQL_COPY.to_owned(), None)];
-    let mut sets = Vec::new();
-    let mut ipt = baselines();
-    for m in [
-        Method::Insert,
-        Method::Pipeline,
-        Method::Values,
-        Method::Copy,
-        Method::Binary,
-    ] {
-        ipt.push((contender(m, 1), Some((m, 1))));
-    }
-    ipt.push((PSYCOPG_PIPELINE.to_owned(), None));
-    sets.push(Set {
-        table: IPT,
-        columns: Some("title, content"),
-        file: generate(&bench.dir, IPT, bench.rows, |i, out| {
-            ipt_row(i, bench.content_bytes, out)
-        })?,
-        rows: bench.rows,
-        contenders: ipt,
-    });
-    if bench.mixed_rows > 0 {
-        let mut mixed = baselines();
-        for (m, w) in [(Method::Copy, 1), (Method::Binary, 1), (Method::Binary, 2)] {
-            mixed.push((contender(m, w), Some((m, w))));
+impl MethodsBench {
+    /// The tables to load, their files (generated here) and contenders.
+    fn sets(&self) -> Result<Vec<Set>> {
+        let baselines = || vec![(SERVER_COPY.to_owned(), None), (PSQL_COPY.to_owned(), None)];
+        let mut sets = Vec::new();
+        let mut ipt = baselines();
+        for m in [
+            Method::Insert,
+            Method::Pipeline,
+            Method::Values,
+            Method::Copy,
+            Method::Binary,
+        ] {
+            ipt.push((contender(m, 1), Some((m, 1))));
         }
+        ipt.push((PSYCOPG_PIPELINE.to_owned(), None));
         sets.push(Set {
-            table: MIXED,
-            columns: None,
-            file: generate(&bench.dir, MIXED, bench.mixed_rows, mixed_row)?,
-            rows: bench.mixed_rows,
-            contenders: mixed,
+            table: IPT,
+            columns: Some("title, content"),
+            file: generate(&self.dir, IPT, self.rows, |i, out| {
+                ipt_row(i, self.content_bytes, out)
+            })?,
+            rows: self.rows,
+            contenders: ipt,
         });
-    }
-    let mut results = Vec::new();
-    for set in &sets {
-        let def = if set.table == IPT {
-            IPT_COLUMNS
-        } else {
-            MIXED_COLUMNS
-        };
-        client
-            .batch_execute(&format!(
-                "DROP TABLE IF EXISTS {t}; CREATE TABLE {t} ({def})",
-                t = set.table
-            ))
-            .await?;
-        for (who, how) in &set.contenders {
-            let mut m = Measurement::new(set.table, who, set.rows, &server);
-            for _ in 0..bench.runs {
-                client
-                    .batch_execute(&format!("TRUNCATE {} RESTART IDENTITY", set.table))
-                    .await?;
-                let _ = client.batch_execute("CHECKPOINT").await;
-                let timed = match how {
-                    Some((method, workers)) => time_pgtide(target, set, *method, *workers).await,
-                    None => time_baseline(target, &client, psql.as_deref(), set, who).await,
-                };
-                match timed {
-                    Ok(s) => m.seconds.push(s),
-                    Err(e) => {
-                        m.skipped = Some(e.message().to_owned());
-                        break;
-                    }
-                }
-                let n = count_rows(&client, set.table).await?;
-                if n != set.rows {
-                    return Err(Error::bug(format!(
-                        "{}: {who} loaded {n} rows, expected {}",
-                        set.table, set.rows
-                    )));
-                }
+        if self.mixed_rows > 0 {
+            let mut mixed = baselines();
+            for (m, w) in [(Method::Copy, 1), (Method::Binary, 1), (Method::Binary, 2)] {
+                mixed.push((contender(m, w), Some((m, w))));
             }
-            on_result(&m);
-            results.push(m);
+            sets.push(Set {
+                table: MIXED,
+                columns: None,
+                file: generate(&self.dir, MIXED, self.mixed_rows, mixed_row)?,
+                rows: self.mixed_rows,
+                contenders: mixed,
+            });
         }
+        Ok(sets)
     }
-    Ok(results)
 }
 
 async fn time_pgtide(target: &Target, set: &Set, method: Method, workers: usize) -> Result<f64> {
-    let mut opts = LoadOptions::new(
-        vec![set.file.to_string_lossy().into_owned()],
-        QualifiedName::parse(set.table)?,
-        CopyFormat::Csv,
-    );
+    let mut opts = load_options(&set.file, set.table, CopyFormat::Csv, workers)?;
     opts.columns = set
         .columns
         .map(|c| c.split(", ").map(str::to_owned).collect());
     opts.method = method;
-    opts.workers = workers;
     Ok(time_load(target, &opts).await?.0)
 }
 
@@ -251,18 +225,14 @@ async fn time_baseline(
     if who == PSYCOPG_PIPELINE {
         let (target, file) = (target.clone(), set.file.clone());
         let (table, columns) = (set.table, set.columns.unwrap_or_default());
-        return tokio::task::spawn_blocking(move || psycopg(&target, &file, table, columns))
-            .await
-            .map_err(|e| Error::bug(format!("psycopg task failed: {e}")))?;
+        return blocking(move || psycopg(&target, &file, table, columns)).await;
     }
     if who == SERVER_COPY {
         return server_copy(client, &table, &set.file, options).await;
     }
     let psql = psql.ok_or_else(|| Error::config("psql not found"))?;
     let (target, psql, file) = (target.clone(), psql.to_owned(), set.file.clone());
-    tokio::task::spawn_blocking(move || psql_copy(&target, &psql, &table, &file, options))
-        .await
-        .map_err(|e| Error::bug(format!("psql task failed: {e}")))?
+    blocking(move || psql_copy(&target, &psql, &table, &file, options)).await
 }
 
 /// Runs [`PSYCOPG_SCRIPT`]; an error (no python3, no psycopg) skips the

@@ -21,22 +21,20 @@
 //! The table is `parallel_t_copy1`, not `t_copy1`, so that this scenario
 //! and `bench load` cannot truncate each other's table on a shared server.
 
-use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use bytes::Bytes;
 use pgtide::cluster::find_psql;
 use pgtide::conn::Target;
 use pgtide::copyopts::CopyFormat;
 use pgtide::ident::QualifiedName;
-use pgtide::load::LoadOptions;
 use pgtide::{Error, Result};
 use tokio_postgres::Client;
 
 use crate::baseline::{self, server_copy, SERVER_COPY};
 use crate::clients::{check_count, pgtide_clients, psql_clients};
-use crate::datasets::{Dataset, LOAD_DATASETS};
-use crate::{count_rows, pgtide_name, server_label, time_load, Measurement, Scenario};
+use crate::datasets::{load_dataset_as, read};
+use crate::runner::Runner;
+use crate::{count_rows, load_options, pgtide_name, scaled, time_load, Measurement, Scenario};
 
 /// The pgtide contender of the concurrent batches.
 pub const PGTIDE_TASKS: &str = "pgtide tasks";
@@ -80,140 +78,67 @@ impl Scenario for ParallelBench {
         vec![PSQL_COPY.into(), SERVER_COPY.into()]
     }
 
-    fn run(
+    async fn run(
         &self,
         target: &Target,
         on_result: &mut dyn FnMut(&Measurement),
-    ) -> impl Future<Output = Result<Vec<Measurement>>> {
-        run(target, self, on_result)
-    }
-}
-
-/// Runs the scenario; `on_result` sees each measurement as it completes.
-pub async fn run(
-    target: &Target,
-    bench: &ParallelBench,
-    mut on_result: impl FnMut(&Measurement),
-) -> Result<Vec<Measurement>> {
-    let client = target.connect().await?;
-    let server = server_label(&client).await?;
-    let ds = dataset()?;
-    let table = ds.name;
-    let psql = find_psql();
-    let sql = format!(
-        "COPY {} FROM STDIN",
-        QualifiedName::parse(ds.name)?.quoted()
-    );
-    ds.create(&client).await?;
-    let mut results = Vec::new();
-    for (loads, rows) in BATCHES {
-        let rows = scaled(rows, bench.scale);
-        let file = ds.generate(&client, &bench.dir, rows).await?;
-        let data = read(&file)?;
-        let label = format!("{loads} × {rows} rows");
-        let (psql, sql, data, file) = (&psql, &sql, &data, &file);
-        for who in [PSQL_COPY, PGTIDE_TASKS] {
-            let mut m = Measurement::new(&label, who, loads as u64 * rows, &server);
-            measure(&client, table, bench.runs, &mut m, move || async move {
-                let (_, seconds) = match (who, psql) {
-                    (PGTIDE_TASKS, _) => pgtide_clients(target, loads, sql, data, None).await?,
-                    (_, Some(p)) => psql_clients(target, p, loads, table, file, None).await?,
-                    (_, None) => return Err(Error::config("psql not found")),
+    ) -> Result<Vec<Measurement>> {
+        let mut r = Runner::connect(target, self.runs, on_result).await?;
+        let ds = load_dataset_as("t_copy1", "parallel_t_copy1")?;
+        let table = ds.name;
+        let reset = format!("TRUNCATE {table}");
+        let psql = find_psql();
+        let sql = format!("COPY {} FROM STDIN", QualifiedName::parse(table)?.quoted());
+        ds.create(&r.client).await?;
+        for (loads, rows) in BATCHES {
+            let rows = scaled(rows, self.scale);
+            let file = ds.generate(&r.client, &self.dir, rows).await?;
+            let data = read(&file)?;
+            let label = format!("{loads} × {rows} rows");
+            for who in [PSQL_COPY, PGTIDE_TASKS] {
+                let m = r.blank(&label, who, loads as u64 * rows);
+                r.contender(m, &reset, async |client| {
+                    let (_, seconds) = match (who, &psql) {
+                        (PGTIDE_TASKS, _) => {
+                            pgtide_clients(target, loads, &sql, &data, None).await?
+                        }
+                        (_, Some(p)) => psql_clients(target, p, loads, table, &file, None).await?,
+                        (_, None) => return Err(Error::config("psql not found")),
+                    };
+                    check(client, table, who, &label, loads as u64 * rows).await?;
+                    Ok(seconds)
+                })
+                .await?;
+            }
+        }
+        let rows = scaled(BATCHES[1].1, self.scale) * LARGE_FACTOR;
+        let file = ds.generate(&r.client, &self.dir, rows).await?;
+        let label = format!("1 × {rows} rows");
+        let mut contenders = vec![SERVER_COPY.to_owned(), PSQL_COPY.to_owned()];
+        contenders.extend(self.workers.iter().map(|&w| pgtide_name(w)));
+        for (i, who) in contenders.iter().enumerate() {
+            let m = r.blank(&label, who, rows);
+            r.contender(m, &reset, async |client| {
+                let seconds = match (i, &psql) {
+                    (0, _) => server_copy(client, table, &file, "").await?,
+                    (1, Some(p)) => psql_clients(target, p, 1, table, &file, None).await?.1,
+                    (1, None) => return Err(Error::config("psql not found")),
+                    _ => {
+                        let opts =
+                            load_options(&file, table, CopyFormat::Text, self.workers[i - 2]);
+                        time_load(target, &opts?).await?.0
+                    }
                 };
-                Ok::<f64, Error>(seconds)
+                check(client, table, who, &label, rows).await?;
+                Ok(seconds)
             })
             .await?;
-            on_result(&m);
-            results.push(m);
         }
+        Ok(r.finish())
     }
-    let rows = scaled(BATCHES[1].1, bench.scale) * LARGE_FACTOR;
-    let file = ds.generate(&client, &bench.dir, rows).await?;
-    let label = format!("1 × {rows} rows");
-    let mut contenders = vec![SERVER_COPY.to_owned(), PSQL_COPY.to_owned()];
-    contenders.extend(bench.workers.iter().map(|&w| pgtide_name(w)));
-    for (i, who) in contenders.iter().enumerate() {
-        let mut m = Measurement::new(&label, who, rows, &server);
-        let (client, psql, file) = (&client, &psql, &file);
-        measure(client, table, bench.runs, &mut m, move || async move {
-            match (i, psql) {
-                (0, _) => server_copy(client, table, file, "").await,
-                (1, Some(p)) => Ok(psql_clients(target, p, 1, table, file, None).await?.1),
-                (1, None) => Err(Error::config("psql not found")),
-                _ => pgtide_load(target, table, file, bench.workers[i - 2]).await,
-            }
-        })
-        .await?;
-        on_result(&m);
-        results.push(m);
-    }
-    Ok(results)
 }
 
-/// Times `runs` runs of `one`, each into an empty table, into `m`. A run
-/// that fails makes `m` skipped, with the reason; a run that leaves other
-/// than `m.rows` rows is an error.
-async fn measure<F, Fut>(
-    client: &Client,
-    table: &str,
-    runs: usize,
-    m: &mut Measurement,
-    mut one: F,
-) -> Result<()>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<f64>>,
-{
-    for _ in 0..runs {
-        client.batch_execute(&format!("TRUNCATE {table}")).await?;
-        // Start each run from the same state: no dirty buffers of the
-        // previous run (ignored where not superuser).
-        let _ = client.batch_execute("CHECKPOINT").await;
-        match one().await {
-            Ok(seconds) => {
-                let counted = count_rows(client, table).await?;
-                check_count(&m.dataset, &m.contender, counted, m.rows)?;
-                m.seconds.push(seconds);
-            }
-            Err(e) => {
-                m.skipped = Some(e.message().to_owned());
-                break;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `pgtide load --workers <workers>` of `file` (text format).
-async fn pgtide_load(target: &Target, table: &str, file: &Path, workers: usize) -> Result<f64> {
-    let mut opts = LoadOptions::new(
-        vec![file.to_string_lossy().into_owned()],
-        QualifiedName::parse(table)?,
-        CopyFormat::Text,
-    );
-    opts.workers = workers;
-    Ok(time_load(target, &opts).await?.0)
-}
-
-/// Rows at `scale`, at least 1.
-fn scaled(rows: u64, scale: f64) -> u64 {
-    ((rows as f64 * scale).round() as u64).max(1)
-}
-
-fn read(file: &Path) -> Result<Bytes> {
-    std::fs::read(file)
-        .map(Bytes::from)
-        .map_err(|e| Error::read(&file.to_string_lossy(), e))
-}
-
-/// The seed's `t_copy1`, under this scenario's own table name.
-fn dataset() -> Result<Dataset> {
-    let t_copy1 = LOAD_DATASETS
-        .iter()
-        .find(|d| d.name == "t_copy1")
-        .ok_or_else(|| Error::bug("data set t_copy1 is missing"))?;
-    Ok(Dataset {
-        name: "parallel_t_copy1",
-        ..t_copy1.clone()
-    })
+/// The run left `rows` rows in `table`.
+async fn check(client: &Client, table: &str, who: &str, label: &str, rows: u64) -> Result<()> {
+    check_count(label, who, count_rows(client, table).await?, rows)
 }

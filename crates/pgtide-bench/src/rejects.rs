@@ -8,18 +8,16 @@
 //! file and of every kind (type errors, NOT NULL, CHECK, duplicate keys),
 //! with `--rejects` (target: <= 2x the clean load, on PG 15 and PG 17).
 
-use std::future::Future;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use pgtide::conn::Target;
 use pgtide::copyopts::CopyFormat;
-use pgtide::ident::QualifiedName;
-use pgtide::load::LoadOptions;
 use pgtide::Result;
 
-use crate::datasets::{generate, mixed_row};
-use crate::{Measurement, Scenario};
+use crate::datasets::{create_table, generate, mixed_row};
+use crate::runner::Runner;
+use crate::{counted, load_options, time_load, Measurement, Scenario};
 
 /// Table of this scenario.
 pub const TABLE: &str = "bench_rejects";
@@ -82,80 +80,47 @@ impl Scenario for RejectsBench {
         vec![CLEAN.into()]
     }
 
-    fn run(
+    async fn run(
         &self,
         target: &Target,
         on_result: &mut dyn FnMut(&Measurement),
-    ) -> impl Future<Output = Result<Vec<Measurement>>> {
-        run(target, self, on_result)
-    }
-}
-
-/// Runs the scenario.
-pub async fn run(
-    target: &Target,
-    bench: &RejectsBench,
-    mut on_result: impl FnMut(&Measurement),
-) -> Result<Vec<Measurement>> {
-    let client = target.connect().await?;
-    let version: String = client.query_one("SHOW server_version", &[]).await?.get(0);
-    client
-        .batch_execute(&format!(
-            "DROP TABLE IF EXISTS {TABLE}; CREATE TABLE {TABLE} ({COLUMNS})"
-        ))
-        .await?;
-    let clean = generate(&bench.dir, "rejects-clean", bench.rows, mixed_row)?;
-    let every = bench.every.max(2);
-    let dirty = generate(
-        &bench.dir,
-        &format!("rejects-dirty-{every}"),
-        bench.rows,
-        |i, out| {
-            if i % every == every / 2 {
-                bad_row(i, i / every, out)
-            } else {
-                mixed_row(i, out)
+    ) -> Result<Vec<Measurement>> {
+        let mut r = Runner::connect(target, self.runs, on_result).await?;
+        r.client
+            .batch_execute(&create_table(TABLE, COLUMNS))
+            .await?;
+        let clean = generate(&self.dir, "rejects-clean", self.rows, mixed_row)?;
+        let every = self.every.max(2);
+        let dirty = generate(
+            &self.dir,
+            &format!("rejects-dirty-{every}"),
+            self.rows,
+            |i, out| {
+                if i % every == every / 2 {
+                    bad_row(i, i / every, out)
+                } else {
+                    mixed_row(i, out)
+                }
+            },
+        )?;
+        for &workers in &self.workers {
+            for (name, file, rejects) in [
+                (CLEAN, &clean, false),
+                ("clean --rejects", &clean, true),
+                ("1% bad --rejects", &dirty, true),
+            ] {
+                let mut opts = load_options(file, TABLE, CopyFormat::Csv, workers)?;
+                opts.rejects = rejects.then(|| self.dir.join("bench.rejects"));
+                // Every run writes the same reject file.
+                opts.overwrite_rejects = true;
+                // load::run itself fails a load whose rows read != loaded +
+                // rejected.
+                let m = r.blank(&counted(workers, "worker"), name, self.rows);
+                let reset = format!("TRUNCATE {TABLE}");
+                r.contender(m, &reset, async |_| Ok(time_load(target, &opts).await?.0))
+                    .await?;
             }
-        },
-    )?;
-    let mut results = Vec::new();
-    for &workers in &bench.workers {
-        for (name, file, rejects) in [
-            (CLEAN, &clean, false),
-            ("clean --rejects", &clean, true),
-            ("1% bad --rejects", &dirty, true),
-        ] {
-            let dataset = format!("{workers} worker{}", if workers == 1 { "" } else { "s" });
-            let mut m = Measurement::new(&dataset, name, bench.rows, &version);
-            for _ in 0..bench.runs {
-                client.batch_execute(&format!("TRUNCATE {TABLE}")).await?;
-                let _ = client.batch_execute("CHECKPOINT").await;
-                m.seconds
-                    .push(time_load(target, file, &bench.dir, workers, rejects).await?);
-            }
-            on_result(&m);
-            results.push(m);
         }
+        Ok(r.finish())
     }
-    Ok(results)
-}
-
-async fn time_load(
-    target: &Target,
-    file: &Path,
-    dir: &Path,
-    workers: usize,
-    rejects: bool,
-) -> Result<f64> {
-    let mut o = LoadOptions::new(
-        vec![file.to_string_lossy().into_owned()],
-        QualifiedName::parse(TABLE)?,
-        CopyFormat::Csv,
-    );
-    o.workers = workers;
-    o.rejects = rejects.then(|| dir.join("bench.rejects"));
-    // Every run writes the same reject file.
-    o.overwrite_rejects = true;
-    // load::run itself fails a load whose rows read != loaded + rejected.
-    Ok(crate::time_load(target, &o).await?.0)
 }

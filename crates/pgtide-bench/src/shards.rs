@@ -22,23 +22,23 @@
 //! issue's measurement. The foreign server (named `shards`) and its user
 //! mapping, which holds the remote's password, are dropped at the end.
 
-use std::future::Future;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use pgtide::cluster::{find_psql, Cluster, PgBin};
+use pgtide::cluster::{find_psql, PgBin};
 use pgtide::conn::Target;
 use pgtide::copyopts::CopyFormat;
-use pgtide::ident::{quote, quote_literal, QualifiedName};
+use pgtide::ident::{quote, quote_literal};
 use pgtide::load::sharded::Route;
-use pgtide::load::LoadOptions;
 use pgtide::{Error, Result};
 use tokio_postgres::Client;
 
 use crate::baseline::{psql_copy, PSQL_COPY};
-use crate::datasets::{generate, mix};
-use crate::{count_rows, pgtide_name, second_server, server_label, time_load};
-use crate::{Measurement, Scenario};
+use crate::datasets::{create_table, generate, mix};
+use crate::remote::{drop_server, Remote};
+use crate::runner::Runner;
+use crate::{blocking, count_rows, expect_rows, load_options, pgtide_name, scaled};
+use crate::{time_load, Measurement, Scenario};
 
 /// Rows at scale 1 (the issue's size).
 pub const ROWS: u64 = 1_000_000;
@@ -139,90 +139,62 @@ impl Scenario for ShardsBench {
         vec![local_name(self.reference_workers()), psql_name()]
     }
 
-    fn run(
+    async fn run(
         &self,
         target: &Target,
         on_result: &mut dyn FnMut(&Measurement),
-    ) -> impl Future<Output = Result<Vec<Measurement>>> {
-        run(target, self, on_result)
-    }
-}
+    ) -> Result<Vec<Measurement>> {
+        let mut r = Runner::connect(target, self.runs, on_result).await?;
+        let rows = scaled(ROWS, self.scale);
+        let file = generate(&self.dir, "shards", rows, row)?;
+        let run = Run {
+            target,
+            file: &file,
+            rows,
+            label: format!("{rows} rows"),
+        };
+        let workers: Vec<usize> = self.workers.iter().map(|w| (*w).max(1)).collect();
 
-/// Runs the scenario; `on_result` sees each measurement as it completes.
-pub async fn run(
-    target: &Target,
-    bench: &ShardsBench,
-    mut on_result: impl FnMut(&Measurement),
-) -> Result<Vec<Measurement>> {
-    let client = target.connect().await?;
-    let server = server_label(&client).await?;
-    let rows = ((ROWS as f64 * bench.scale).round() as u64).max(1);
-    let label = format!("{rows} rows");
-    let file = generate(&bench.dir, "shards", rows, row)?;
-    let blank = |who: &str| Measurement::new(&label, who, rows, &server);
-    let workers: Vec<usize> = bench.workers.iter().map(|w| (*w).max(1)).collect();
-
-    let local = quote(LOCAL_TABLE);
-    client
-        .batch_execute(&format!(
-            "DROP TABLE IF EXISTS {local}; CREATE TABLE {local} {COLUMNS}"
-        ))
-        .await?;
-    let mut results = Vec::new();
-    for &w in &workers {
-        let mut m = blank(&local_name(w));
-        for _ in 0..bench.runs {
-            client.batch_execute(&format!("TRUNCATE {local}")).await?;
-            let (s, _) = time_load(target, &load_opts(&file, LOCAL_TABLE, w, Route::Auto)).await?;
-            m.seconds.push(s);
-            expect_rows(count_rows(&client, LOCAL_TABLE).await?, rows, &m.contender)?;
+        let local = quote(LOCAL_TABLE);
+        r.client
+            .batch_execute(&create_table(&local, COLUMNS))
+            .await?;
+        for &w in &workers {
+            let m = r.blank(&run.label, &local_name(w), rows);
+            r.contender(m, &format!("TRUNCATE {local}"), async |client| {
+                let seconds = run.load(LOCAL_TABLE, w, Route::Auto, None).await?;
+                expect_rows(count_rows(client, LOCAL_TABLE).await?, rows, &local_name(w))?;
+                Ok(seconds)
+            })
+            .await?;
         }
-        on_result(&m);
-        results.push(m);
-    }
-    for m in local_parts(target, &client, &file, &workers, bench.runs, rows, &blank).await? {
-        on_result(&m);
-        results.push(m);
-    }
+        local_parts(&mut r, &run, &workers).await?;
 
-    let remote = match setup(&client, bench).await {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = drop_server(&client).await;
-            for name in shard_contenders(&workers) {
-                let mut m = blank(&name);
-                m.skipped = Some(e.message().to_owned());
-                on_result(&m);
-                results.push(m);
+        let remote = match setup(&r.client, self).await {
+            Ok(remote) => remote,
+            Err(e) => {
+                let _ = drop_tables(&r.client).await;
+                let _ = drop_server(&r.client, SERVER).await;
+                for name in shard_contenders(&workers) {
+                    let mut m = r.blank(&run.label, &name, rows);
+                    m.skipped = Some(e.message().to_owned());
+                    r.push(m);
+                }
+                return Ok(r.finish());
             }
-            return Ok(results);
-        }
-    };
-    let measured = shard_runs(
-        target,
-        &client,
-        &remote,
-        bench,
-        &file,
-        &workers,
-        rows,
-        &mut |m| {
-            on_result(&m);
-            results.push(m);
-        },
-    )
-    .await;
-    // Always drop the foreign server: its user mapping holds a password.
-    let dropped = drop_server(&client).await;
-    drop(remote.client);
-    let cluster = remote.cluster;
-    let _ = tokio::task::spawn_blocking(move || drop(cluster)).await;
-    measured?;
-    dropped?;
-    Ok(results)
+        };
+        let measured = shard_runs(&mut r, &remote, &run, &workers).await;
+        // Always drop the foreign server: its user mapping holds a password.
+        let dropped = drop_tables(&r.client).await;
+        let stopped = remote.stop(&r.client).await;
+        measured?;
+        dropped?;
+        stopped?;
+        Ok(r.finish())
+    }
 }
 
-const COLUMNS: &str = "(n int, c1 text, c2 text, c3 text)";
+const COLUMNS: &str = "n int, c1 text, c2 text, c3 text";
 
 /// Row `i` of the file: `n` spread over the key space, three texts.
 fn row(i: u64, out: &mut Vec<u8>) {
@@ -244,23 +216,50 @@ fn shard_contenders(workers: &[usize]) -> Vec<String> {
     names
 }
 
+/// What every run loads: the file, its rows, the data set's label.
+struct Run<'a> {
+    target: &'a Target,
+    file: &'a Path,
+    rows: u64,
+    label: String,
+}
+
+impl Run<'_> {
+    /// Times `pgtide load --workers <workers> --route <route>` of the file
+    /// into `table`; with `routed`, checks (untimed) that the load was
+    /// routed on the client or not, as its notes say.
+    async fn load(
+        &self,
+        table: &str,
+        workers: usize,
+        route: Route,
+        routed: Option<bool>,
+    ) -> Result<f64> {
+        let mut opts = load_options(self.file, table, CopyFormat::Csv, workers)?;
+        opts.route = route;
+        let (seconds, report) = time_load(self.target, &opts).await?;
+        let on_client = report
+            .notes
+            .iter()
+            .any(|n| n.contains("routed on the client"));
+        if routed.is_some_and(|want| want != on_client) {
+            return Err(Error::bug(format!(
+                "{table}, {workers} workers, {route:?}: routed on the client: {on_client}; \
+                 notes: {:?}",
+                report.notes
+            )));
+        }
+        Ok(seconds)
+    }
+}
+
 /// `pgtide load` into 8 local hash partitions, by default and with
 /// `--route direct`, per worker count; each run checked (count, placement
 /// by `satisfies_hash_partition`, routed where asked). The table is
 /// dropped at the end.
-async fn local_parts(
-    target: &Target,
-    client: &Client,
-    file: &std::path::Path,
-    workers: &[usize],
-    runs: usize,
-    rows: u64,
-    blank: &dyn Fn(&str) -> Measurement,
-) -> Result<Vec<Measurement>> {
+async fn local_parts(r: &mut Runner<'_>, run: &Run<'_>, workers: &[usize]) -> Result<()> {
     let parent = quote(LOCAL_PARTS);
-    let mut sql = format!(
-        "DROP TABLE IF EXISTS {parent}; CREATE TABLE {parent} {COLUMNS} PARTITION BY HASH (n);"
-    );
+    let mut sql = format!("{} PARTITION BY HASH (n);", create_table(&parent, COLUMNS));
     for i in 0..PARTITIONS {
         sql.push_str(&format!(
             "CREATE TABLE {} PARTITION OF {parent} \
@@ -268,165 +267,140 @@ async fn local_parts(
             quote(&format!("{LOCAL_PARTS}_{i}"))
         ));
     }
-    client.batch_execute(&sql).await?;
-    let misplaced: Vec<String> = (0..PARTITIONS)
-        .map(|i| {
-            format!(
-                "SELECT count(*) FROM {} \
-                 WHERE NOT satisfies_hash_partition({}::regclass, {PARTITIONS}, {i}, n)",
-                quote(&format!("{LOCAL_PARTS}_{i}")),
-                quote_literal(LOCAL_PARTS)
-            )
-        })
-        .collect();
-    let misplaced = format!(
-        "SELECT sum(c)::int8 FROM ({}) x(c)",
-        misplaced.join(" UNION ALL ")
-    );
-    let mut out = Vec::new();
+    r.client.batch_execute(&sql).await?;
+    let misplaced = misplaced_sql(LOCAL_PARTS, |i| format!("{LOCAL_PARTS}_{i}"), "");
     for (route, &w) in [Route::Auto, Route::Direct]
         .into_iter()
         .flat_map(|r| workers.iter().map(move |w| (r, w)))
     {
-        let mut m = blank(&local_parts_name(w, route));
-        for _ in 0..runs {
-            client.batch_execute(&format!("TRUNCATE {parent}")).await?;
-            let (s, report) = time_load(target, &load_opts(file, LOCAL_PARTS, w, route)).await?;
-            let routed = report
-                .notes
-                .iter()
-                .any(|n| n.contains("routed on the client"));
-            if routed != (route == Route::Direct) {
-                return Err(Error::bug(format!(
-                    "{}: routed on the client: {routed}; notes: {:?}",
-                    m.contender, report.notes
-                )));
-            }
-            m.seconds.push(s);
-            expect_rows(count_rows(client, LOCAL_PARTS).await?, rows, &m.contender)?;
-            let wrong: i64 = client.query_one(&misplaced, &[]).await?.get(0);
-            if wrong != 0 {
-                return Err(Error::bug(format!(
-                    "{}: {wrong} rows on a partition their hash does not choose",
-                    m.contender
-                )));
-            }
-        }
-        out.push(m);
+        let who = local_parts_name(w, route);
+        let m = r.blank(&run.label, &who, run.rows);
+        r.contender(m, &format!("TRUNCATE {parent}"), async |client| {
+            let direct = route == Route::Direct;
+            let seconds = run.load(LOCAL_PARTS, w, route, Some(direct)).await?;
+            expect_rows(count_rows(client, LOCAL_PARTS).await?, run.rows, &who)?;
+            expect_placed(client, &misplaced, &who).await?;
+            Ok(seconds)
+        })
+        .await?;
     }
-    client
+    r.client
         .batch_execute(&format!("DROP TABLE {parent}"))
         .await?;
-    Ok(out)
+    Ok(())
 }
 
-fn load_opts(file: &std::path::Path, table: &str, workers: usize, route: Route) -> LoadOptions {
-    let mut opts = LoadOptions::new(
-        vec![file.to_string_lossy().into_owned()],
-        QualifiedName::parse(table).expect("a scenario's own table name"),
-        CopyFormat::Csv,
-    );
-    opts.workers = workers;
-    opts.route = route;
-    opts
+/// `SELECT` of the number of rows of `parent`'s partitions (named by
+/// `partition(i)`) that are not on the partition their hash chooses;
+/// `offset` is put after each partition's scan (`OFFSET 0` keeps the
+/// check on this server, not pushed to a foreign one).
+fn misplaced_sql(parent: &str, partition: impl Fn(usize) -> String, offset: &str) -> String {
+    let parts: Vec<String> = (0..PARTITIONS)
+        .map(|i| {
+            format!(
+                "SELECT count(*) FROM (SELECT n FROM {}{offset}) x \
+                 WHERE NOT satisfies_hash_partition({}::regclass, {PARTITIONS}, {i}, n)",
+                quote(&partition(i)),
+                quote_literal(parent)
+            )
+        })
+        .collect();
+    format!(
+        "SELECT sum(c)::int8 FROM ({}) x(c)",
+        parts.join(" UNION ALL ")
+    )
 }
 
-/// Direct, coordinator and psql runs into the partitioned parent.
-#[allow(clippy::too_many_arguments)]
+/// No row where its hash does not put it (`misplaced` from
+/// [`misplaced_sql`]).
+async fn expect_placed(client: &Client, misplaced: &str, who: &str) -> Result<()> {
+    let wrong: i64 = client.query_one(misplaced, &[]).await?.get(0);
+    if wrong != 0 {
+        return Err(Error::bug(format!(
+            "{who}: {wrong} rows on a partition their hash does not choose"
+        )));
+    }
+    Ok(())
+}
+
+/// Direct, coordinator and psql runs into the partitioned parent, then
+/// INSERT .. SELECT with each `batch_size`.
 async fn shard_runs(
-    target: &Target,
-    client: &Client,
+    r: &mut Runner<'_>,
     remote: &Remote,
-    bench: &ShardsBench,
-    file: &std::path::Path,
+    run: &Run<'_>,
     workers: &[usize],
-    rows: u64,
-    on_result: &mut dyn FnMut(Measurement),
 ) -> Result<()> {
-    let server = server_label(client).await?;
-    let blank = |who: &str| Measurement::new(&format!("{rows} rows"), who, rows, &server);
+    let rows = run.rows;
     for (route, name) in [
         (Route::Auto, direct_name as fn(usize) -> String),
         (Route::Coordinator, coordinator_name),
     ] {
         for &w in workers {
-            let mut m = blank(&name(w));
-            for _ in 0..bench.runs {
+            let m = r.blank(&run.label, &name(w), rows);
+            r.contender(m, "", async |client| {
                 remote.truncate().await?;
-                let (s, report) = time_load(target, &load_opts(file, PARENT, w, route)).await?;
-                let routed = report
-                    .notes
-                    .iter()
-                    .any(|n| n.contains("routed on the client"));
-                if routed != (route == Route::Auto) {
-                    return Err(Error::bug(format!(
-                        "{}: routed on the client: {routed}; notes: {:?}",
-                        m.contender, report.notes
-                    )));
-                }
-                m.seconds.push(s);
-                remote.check(client, rows, &m.contender).await?;
-            }
-            on_result(m);
+                let seconds = run
+                    .load(PARENT, w, route, Some(route == Route::Auto))
+                    .await?;
+                remote.check(client, rows, &name(w)).await?;
+                Ok(seconds)
+            })
+            .await?;
         }
     }
-    let mut m = blank(&psql_name());
-    match find_psql() {
-        None => m.skipped = Some("no psql binary found".into()),
-        Some(psql) => {
-            for _ in 0..bench.runs {
-                remote.truncate().await?;
-                let t = target.clone();
-                let f = file.to_owned();
-                let p = psql.clone();
-                let s = tokio::task::spawn_blocking(move || {
-                    psql_copy(&t, &p, PARENT, &f, "WITH (FORMAT csv)")
-                })
-                .await
-                .map_err(|e| Error::bug(format!("psql task failed: {e}")))??;
-                m.seconds.push(s);
-                remote.check(client, rows, &m.contender).await?;
-            }
-        }
-    }
-    on_result(m);
+    let psql = find_psql();
+    let m = r.blank(&run.label, &psql_name(), rows);
+    r.contender(m, "", async |client| {
+        let psql = psql
+            .clone()
+            .ok_or_else(|| Error::config("no psql binary found"))?;
+        remote.truncate().await?;
+        let (t, f) = (run.target.clone(), run.file.to_owned());
+        let seconds =
+            blocking(move || psql_copy(&t, &psql, PARENT, &f, "WITH (FORMAT csv)")).await?;
+        remote.check(client, rows, &psql_name()).await?;
+        Ok(seconds)
+    })
+    .await?;
     // Seed 002's rows: the coordinator's INSERT .. SELECT from the local
     // table (holding the file's rows since its last run), row by row
     // (batch_size 1) and batched.
-    expect_rows(count_rows(client, LOCAL_TABLE).await?, rows, LOCAL_TABLE)?;
+    expect_rows(count_rows(&r.client, LOCAL_TABLE).await?, rows, LOCAL_TABLE)?;
+    let insert = format!(
+        "INSERT INTO {} SELECT * FROM {}",
+        quote(PARENT),
+        quote(LOCAL_TABLE)
+    );
     for b in BATCH_SIZES {
-        let mut m = blank(&insert_select_name(b));
-        client
-            .batch_execute(&format!(
-                "ALTER SERVER {} OPTIONS (SET batch_size {})",
-                quote(SERVER),
-                quote_literal(&b.to_string())
-            ))
-            .await?;
-        let insert = format!(
-            "INSERT INTO {} SELECT * FROM {}",
-            quote(PARENT),
-            quote(LOCAL_TABLE)
+        let set_batch_size = format!(
+            "ALTER SERVER {} OPTIONS (SET batch_size {})",
+            quote(SERVER),
+            quote_literal(&b.to_string())
         );
-        for _ in 0..bench.runs {
+        r.client.batch_execute(&set_batch_size).await?;
+        let m = r.blank(&run.label, &insert_select_name(b), rows);
+        r.contender(m, "", async |client| {
             remote.truncate().await?;
             let start = std::time::Instant::now();
             client.batch_execute(&insert).await?;
-            m.seconds.push(start.elapsed().as_secs_f64());
-            remote.check(client, rows, &m.contender).await?;
-        }
-        on_result(m);
+            let seconds = start.elapsed().as_secs_f64();
+            remote.check(client, rows, &insert_select_name(b)).await?;
+            Ok(seconds)
+        })
+        .await?;
     }
     Ok(())
 }
 
-/// The shard server and a connection to it.
-struct Remote {
-    cluster: Cluster,
-    client: Client,
+/// What runs check on the shard server.
+trait Shard {
+    async fn truncate(&self) -> Result<()>;
+    async fn check(&self, coordinator: &Client, rows: u64, who: &str) -> Result<()>;
 }
 
-impl Remote {
+impl Shard for Remote {
+    /// Empties every shard table.
     async fn truncate(&self) -> Result<()> {
         let tables: Vec<String> = (0..PARTITIONS).map(remote_table).collect();
         self.client
@@ -457,31 +431,8 @@ impl Remote {
         expect_rows(n as u64, rows, who)?;
         expect_rows(distinct as u64, rows, who)?;
         // OFFSET 0: evaluated here, not pushed to the shard.
-        let misplaced: Vec<String> = (0..PARTITIONS)
-            .map(|i| {
-                format!(
-                    "SELECT count(*) FROM (SELECT n FROM {} OFFSET 0) x \
-                     WHERE NOT satisfies_hash_partition({}::regclass, {PARTITIONS}, {i}, n)",
-                    quote(&format!("shards_p{i}")),
-                    quote_literal(PARENT)
-                )
-            })
-            .collect();
-        let wrong: i64 = coordinator
-            .query_one(
-                &format!(
-                    "SELECT sum(c)::int8 FROM ({}) x(c)",
-                    misplaced.join(" UNION ALL ")
-                ),
-                &[],
-            )
-            .await?
-            .get(0);
-        if wrong != 0 {
-            return Err(Error::bug(format!(
-                "{who}: {wrong} rows on a partition their hash does not choose"
-            )));
-        }
+        let misplaced = misplaced_sql(PARENT, |i| format!("shards_p{i}"), " OFFSET 0");
+        expect_placed(coordinator, &misplaced, who).await?;
         Ok(())
     }
 }
@@ -491,69 +442,33 @@ fn remote_table(i: usize) -> String {
 }
 
 /// Starts the shard server, creates its tables, and on the main server
-/// the extension, foreign server, user mapping and partitioned parent.
+/// the foreign server (`batch_size` 100), user mapping and partitioned
+/// parent.
 async fn setup(client: &Client, bench: &ShardsBench) -> Result<Remote> {
-    client
-        .batch_execute("CREATE EXTENSION IF NOT EXISTS postgres_fdw")
-        .await
-        .map_err(|e| Error::config(format!("postgres_fdw is not available: {e}")))?;
-    let cluster = second_server(client, bench.remote_bin.clone()).await?;
-    let remote_target = cluster.target();
-    let remote = remote_target.connect().await?;
+    let options = ", batch_size '100'";
+    let remote = Remote::start(client, bench.remote_bin.clone(), SERVER, options).await?;
+    let (server, parent) = (quote(SERVER), quote(PARENT));
     let mut remote_sql = String::new();
-    let server = quote(SERVER);
-    let parent = quote(PARENT);
-    let lit = |s: &str| quote_literal(s);
-    let mut sql = format!(
-        "DROP TABLE IF EXISTS {parent}; DROP SERVER IF EXISTS {server} CASCADE; \
-         CREATE SERVER {server} FOREIGN DATA WRAPPER postgres_fdw \
-           OPTIONS (host {}, port {}, dbname {}, batch_size '100'); \
-         CREATE USER MAPPING FOR CURRENT_USER SERVER {server} \
-           OPTIONS (user {}, password {}); \
-         CREATE TABLE {parent} {COLUMNS} PARTITION BY HASH (n);",
-        lit(remote_target.host()),
-        lit(&remote_target.port().to_string()),
-        lit(remote_target.dbname()),
-        lit(remote_target.user()),
-        lit(cluster.password()),
-    );
+    let mut sql = format!("{} PARTITION BY HASH (n);", create_table(&parent, COLUMNS));
     for i in 0..PARTITIONS {
         let table = remote_table(i);
-        remote_sql.push_str(&format!(
-            "DROP TABLE IF EXISTS {table}; CREATE TABLE {table} {COLUMNS};"
-        ));
+        remote_sql.push_str(&format!("{};", create_table(&table, COLUMNS)));
         sql.push_str(&format!(
             "CREATE FOREIGN TABLE {} PARTITION OF {parent} \
                FOR VALUES WITH (modulus {PARTITIONS}, remainder {i}) \
                SERVER {server} OPTIONS (table_name {});",
             quote(&format!("shards_p{i}")),
-            lit(&format!("shards_r{i}")),
+            quote_literal(&format!("shards_r{i}")),
         ));
     }
-    remote.batch_execute(&remote_sql).await?;
+    remote.client.batch_execute(&remote_sql).await?;
     client.batch_execute(&sql).await?;
-    Ok(Remote {
-        cluster,
-        client: remote,
-    })
+    Ok(remote)
 }
 
-async fn drop_server(client: &Client) -> Result<()> {
-    client
-        .batch_execute(&format!(
-            "DROP TABLE IF EXISTS {}; DROP SERVER IF EXISTS {} CASCADE",
-            quote(PARENT),
-            quote(SERVER)
-        ))
-        .await?;
-    Ok(())
-}
-
-fn expect_rows(counted: u64, rows: u64, who: &str) -> Result<()> {
-    if counted != rows {
-        return Err(Error::bug(format!(
-            "{who}: {counted} rows arrived, expected {rows}"
-        )));
-    }
-    Ok(())
+/// Drops the partitioned parent (its foreign partitions go with the
+/// foreign server).
+async fn drop_tables(client: &Client) -> Result<()> {
+    let sql = format!("DROP TABLE IF EXISTS {}", quote(PARENT));
+    Ok(client.batch_execute(&sql).await?)
 }

@@ -10,18 +10,17 @@
 //! Targets: update with 2 workers at most 2x the plain load, and at least
 //! 5x faster than the pipeline.
 
-use std::future::Future;
 use std::path::{Path, PathBuf};
 
 use pgtide::conn::Target;
 use pgtide::copyopts::CopyFormat;
-use pgtide::ident::QualifiedName;
 use pgtide::load::upsert::OnConflict;
 use pgtide::load::{LoadOptions, Method};
 use pgtide::Result;
 
 use crate::datasets::{generate, mixed_row};
-use crate::{Measurement, Scenario};
+use crate::runner::Runner;
+use crate::{counted, load_options, time_load, Measurement, Scenario};
 
 /// The table merged into.
 pub const TABLE: &str = "bench_upsert";
@@ -75,91 +74,68 @@ impl Scenario for UpsertBench {
         vec![PLAIN.into()]
     }
 
-    fn run(
+    async fn run(
         &self,
         target: &Target,
         on_result: &mut dyn FnMut(&Measurement),
-    ) -> impl Future<Output = Result<Vec<Measurement>>> {
-        run(target, self, on_result)
-    }
-}
-
-/// Runs the scenario.
-pub async fn run(
-    target: &Target,
-    bench: &UpsertBench,
-    mut on_result: impl FnMut(&Measurement),
-) -> Result<Vec<Measurement>> {
-    let client = target.connect().await?;
-    let version: String = client.query_one("SHOW server_version", &[]).await?.get(0);
-    client
-        .batch_execute(&format!(
-            "DROP TABLE IF EXISTS {TABLE}, {SOURCE}; CREATE TABLE {TABLE} ({COLUMNS}); \
-             CREATE TABLE {SOURCE} ({COLUMNS})"
-        ))
-        .await?;
-    let file = generate(&bench.dir, "upsert", bench.rows, mixed_row)?;
-    let sample_rows = bench.pipeline_rows.min(bench.rows);
-    let sample = generate(&bench.dir, "upsert", sample_rows, mixed_row)?;
-    crate::time_load(target, &options(&file, SOURCE, 2, How::Plain)).await?;
-    let mut results = Vec::new();
-    for &workers in &bench.workers {
+    ) -> Result<Vec<Measurement>> {
+        let mut r = Runner::connect(target, self.runs, on_result).await?;
+        r.client
+            .batch_execute(&format!(
+                "DROP TABLE IF EXISTS {TABLE}, {SOURCE}; CREATE TABLE {TABLE} ({COLUMNS}); \
+                 CREATE TABLE {SOURCE} ({COLUMNS})"
+            ))
+            .await?;
+        let file = generate(&self.dir, "upsert", self.rows, mixed_row)?;
+        let sample_rows = self.pipeline_rows.min(self.rows);
+        let sample = generate(&self.dir, "upsert", sample_rows, mixed_row)?;
+        time_load(target, &options(&file, SOURCE, 2, How::Plain)?).await?;
         let pipeline = format!("pipeline --sql ON CONFLICT ({sample_rows} rows, scaled)");
         let contenders = [
-            (PLAIN.to_owned(), How::Plain),
-            (
-                "--on-conflict update".to_owned(),
-                How::Merge(OnConflict::Update),
-            ),
-            (
-                "--on-conflict skip".to_owned(),
-                How::Merge(OnConflict::Skip),
-            ),
-            (pipeline, How::Pipeline),
+            (PLAIN, How::Plain),
+            ("--on-conflict update", How::Merge(OnConflict::Update)),
+            ("--on-conflict skip", How::Merge(OnConflict::Skip)),
+            (pipeline.as_str(), How::Pipeline),
         ];
-        for (name, how) in contenders {
-            if matches!(how, How::Pipeline) && sample_rows == 0 {
-                continue;
-            }
-            let dataset = format!("{workers} worker{}", if workers == 1 { "" } else { "s" });
-            let mut m = Measurement::new(&dataset, &name, bench.rows, &version);
-            for _ in 0..bench.runs {
+        for &workers in &self.workers {
+            for (name, how) in contenders {
+                if matches!(how, How::Pipeline) && sample_rows == 0 {
+                    continue;
+                }
                 let fill = match how {
                     How::Plain => format!("TRUNCATE {TABLE}"),
                     _ => format!(
-                        "TRUNCATE {TABLE}; INSERT INTO {TABLE} SELECT * FROM {SOURCE} WHERE id % 2 = 0"
+                        "TRUNCATE {TABLE}; \
+                         INSERT INTO {TABLE} SELECT * FROM {SOURCE} WHERE id % 2 = 0"
                     ),
                 };
-                client.batch_execute(&fill).await?;
-                client
-                    .batch_execute(&format!("VACUUM ANALYZE {TABLE}"))
-                    .await?;
-                let _ = client.batch_execute("CHECKPOINT").await;
+                // VACUUM cannot run in the fill's batch (an implicit
+                // transaction): each run starts with it and a CHECKPOINT
+                // of its own, before the load's clock.
+                let vacuum = format!("VACUUM ANALYZE {TABLE}");
                 let (input, scale) = match how {
-                    How::Pipeline => (&sample, bench.rows as f64 / sample_rows as f64),
+                    How::Pipeline => (&sample, self.rows as f64 / sample_rows as f64),
                     _ => (&file, 1.0),
                 };
-                let o = options(input, TABLE, workers, how);
-                m.seconds
-                    .push(crate::time_load(target, &o).await?.0 * scale);
+                let opts = options(input, TABLE, workers, how)?;
+                let m = r.blank(&counted(workers, "worker"), name, self.rows);
+                r.contender(m, &fill, async |client| {
+                    client.batch_execute(&vacuum).await?;
+                    let _ = client.batch_execute("CHECKPOINT").await;
+                    Ok(time_load(target, &opts).await?.0 * scale)
+                })
+                .await?;
             }
-            on_result(&m);
-            results.push(m);
         }
+        r.client
+            .batch_execute(&format!("DROP TABLE IF EXISTS {SOURCE}"))
+            .await?;
+        Ok(r.finish())
     }
-    client
-        .batch_execute(&format!("DROP TABLE IF EXISTS {SOURCE}"))
-        .await?;
-    Ok(results)
 }
 
-fn options(file: &Path, table: &str, workers: usize, how: How) -> LoadOptions {
-    let mut o = LoadOptions::new(
-        vec![file.to_string_lossy().into_owned()],
-        QualifiedName::parse(table).expect("a plain name"),
-        CopyFormat::Csv,
-    );
-    o.workers = workers;
+fn options(file: &Path, table: &str, workers: usize, how: How) -> Result<LoadOptions> {
+    let mut o = load_options(file, table, CopyFormat::Csv, workers)?;
     match how {
         How::Plain => {}
         How::Merge(mode) => o.on_conflict = Some(mode),
@@ -178,5 +154,5 @@ fn options(file: &Path, table: &str, workers: usize, how: How) -> LoadOptions {
             ));
         }
     }
-    o
+    Ok(o)
 }

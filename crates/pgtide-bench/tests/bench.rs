@@ -15,21 +15,14 @@ use pgtide_bench::export::{self, ExportBench};
 use pgtide_bench::fdw::{self, FdwBench};
 use pgtide_bench::markdown::table;
 use pgtide_bench::parallel::{self, ParallelBench};
-use pgtide_bench::{chart, Measurement, Unit};
+use pgtide_bench::{chart, Measurement, Scenario, Unit};
 
 /// Debian's PostgreSQL 15 ships postgres_fdw, so fdw-batch must run there.
 const DEBIAN_PG15: &str = "/usr/lib/postgresql/15/bin";
 
 #[tokio::test]
 async fn every_scenario_is_well_formed_at_tiny_sizes() {
-    let bin = PgBin::for_tests().expect("PostgreSQL binaries");
-    let cluster = {
-        let bin = bin.clone();
-        tokio::task::spawn_blocking(move || Cluster::temp(&bin, ClusterOptions::default()))
-            .await
-            .unwrap()
-            .expect("start a throwaway cluster")
-    };
+    let (bin, cluster) = start_cluster().await;
     let target = cluster.target();
     let dir = server_readable_dir();
 
@@ -89,15 +82,13 @@ async fn rejects_scenario(target: &Target, dir: &Path) {
         workers: vec![1, 2],
         dir: dir.to_owned(),
     };
-    let results = rejects::run(target, &spec, |_| {})
+    let results = spec
+        .run(target, &mut |_| {})
         .await
         .expect("bench rejects runs");
     let contenders = [rejects::CLEAN, "clean --rejects", "1% bad --rejects"];
     assert_contenders(&results, &["1 worker", "2 workers"], &contenders);
-    for m in &results {
-        assert_eq!(m.skipped, None, "{m:?}");
-        assert!(m.median().is_finite(), "{m:?}");
-    }
+    assert_all_ran(&results);
 }
 
 async fn upsert_scenario(target: &Target, dir: &Path) {
@@ -109,7 +100,8 @@ async fn upsert_scenario(target: &Target, dir: &Path) {
         pipeline_rows: 500,
         dir: dir.to_owned(),
     };
-    let results = upsert::run(target, &spec, |_| {})
+    let results = spec
+        .run(target, &mut |_| {})
         .await
         .expect("bench upsert runs");
     let contenders = [
@@ -119,10 +111,7 @@ async fn upsert_scenario(target: &Target, dir: &Path) {
         "pipeline --sql ON CONFLICT (500 rows, scaled)",
     ];
     assert_contenders(&results, &["1 worker", "2 workers"], &contenders);
-    for m in &results {
-        assert_eq!(m.skipped, None, "{m:?}");
-        assert!(m.median().is_finite(), "{m:?}");
-    }
+    assert_all_ran(&results);
 }
 
 async fn indexes_scenario(target: &Target, dir: &Path) {
@@ -133,7 +122,8 @@ async fn indexes_scenario(target: &Target, dir: &Path) {
         workers: 2,
         dir: dir.to_owned(),
     };
-    let results = indexes::run(target, &spec, |_| {})
+    let results = spec
+        .run(target, &mut |_| {})
         .await
         .expect("bench indexes runs");
     let contenders = [
@@ -142,10 +132,7 @@ async fn indexes_scenario(target: &Target, dir: &Path) {
         "3 indexes, --defer-indexes",
     ];
     assert_contenders(&results, &["2 workers"], &contenders);
-    for m in &results {
-        assert_eq!(m.skipped, None, "{m:?}");
-        assert!(m.median().is_finite(), "{m:?}");
-    }
+    assert_all_ran(&results);
 }
 
 async fn concurrent_scenario(target: &Target, dir: &Path) {
@@ -156,7 +143,8 @@ async fn concurrent_scenario(target: &Target, dir: &Path) {
         dir: dir.to_owned(),
     };
     let mut seen = 0;
-    let results = concurrent::run(target, &spec, |_| seen += 1)
+    let results = spec
+        .run(target, &mut |_| seen += 1)
         .await
         .expect("concurrent runs");
     assert_eq!(seen, results.len(), "on_result sees every measurement");
@@ -181,9 +169,7 @@ async fn parallel_scenario(target: &Target, dir: &Path) {
         workers: vec![1, 2],
         dir: dir.to_owned(),
     };
-    let results = parallel::run(target, &spec, |_| {})
-        .await
-        .expect("parallel runs");
+    let results = spec.run(target, &mut |_| {}).await.expect("parallel runs");
     // 32 loads of 1 row, 8 loads of 100 rows, then one 800-row file.
     let batches = ["32 × 1 rows", "8 × 100 rows"];
     assert_contenders(
@@ -217,9 +203,7 @@ async fn export_scenario(target: &Target, dir: &Path) {
         workers: vec![1, 2],
         dir: dir.join("export"),
     };
-    let results = export::run(target, &spec, |_| {})
-        .await
-        .expect("export runs");
+    let results = spec.run(target, &mut |_| {}).await.expect("export runs");
     let mut contenders: Vec<String> = [
         export::COUNT,
         export::SERVER_TEXT,
@@ -258,7 +242,7 @@ async fn copy_scenario(target: &Target, bin: &PgBin, dir: &Path) {
         dir: dir.join("copy"),
         target_bin: Some(bin.clone()),
     };
-    let results = copy::run(target, &spec, |_| {}).await.expect("copy runs");
+    let results = spec.run(target, &mut |_| {}).await.expect("copy runs");
     let contenders = [
         copy::PSQL_BINARY.to_owned(),
         copy::PSQL_TEXT.into(),
@@ -297,9 +281,7 @@ async fn fdw_scenario(target: &Target, bin: &PgBin) {
         batch_sizes: vec![1, 100],
         remote_bin: Some(bin.clone()),
     };
-    let results = fdw::run(target, &spec, |_| {})
-        .await
-        .expect("fdw-batch runs");
+    let results = spec.run(target, &mut |_| {}).await.expect("fdw-batch runs");
     let contenders = [fdw::LOCAL.to_owned(), fdw::fdw_name(1), fdw::fdw_name(100)];
     let contenders: Vec<&str> = contenders.iter().map(String::as_str).collect();
     assert_contenders(&results, &["INSERT SELECT 100 rows"], &contenders);
@@ -333,14 +315,7 @@ async fn fdw_scenario(target: &Target, bin: &PgBin) {
 async fn shards_scenario_is_well_formed_at_tiny_sizes() {
     use pgtide::load::sharded::Route;
     use pgtide_bench::shards::{self, ShardsBench};
-    let bin = PgBin::for_tests().expect("PostgreSQL binaries");
-    let cluster = {
-        let bin = bin.clone();
-        tokio::task::spawn_blocking(move || Cluster::temp(&bin, ClusterOptions::default()))
-            .await
-            .unwrap()
-            .expect("start a throwaway cluster")
-    };
+    let (bin, cluster) = start_cluster().await;
     let target = cluster.target();
     let dir = server_readable_dir();
     let spec = ShardsBench {
@@ -352,7 +327,8 @@ async fn shards_scenario_is_well_formed_at_tiny_sizes() {
     };
     // Each run checks its rows itself (count, distinct, placement by
     // satisfies_hash_partition): an error here is a lost or misplaced row.
-    let results = shards::run(&target, &spec, |_| {})
+    let results = spec
+        .run(&target, &mut |_| {})
         .await
         .expect("bench shards runs");
     let contenders = [
@@ -416,6 +392,14 @@ fn assert_contenders(results: &[Measurement], datasets: &[&str], contenders: &[&
     }
 }
 
+/// Every contender ran (none skipped) and has a median.
+fn assert_all_ran(results: &[Measurement]) {
+    for m in results {
+        assert_eq!(m.skipped, None, "{m:?}");
+        assert!(m.median().is_finite(), "{m:?}");
+    }
+}
+
 /// The checks every scenario's results pass: labelled, counted, a number
 /// or a reason, one table row, one JSON entry and one SVG bar each.
 fn assert_well_formed(results: &[Measurement], references: &[&str]) {
@@ -464,6 +448,19 @@ fn assert_well_formed(results: &[Measurement], references: &[&str]) {
         svg.matches("<rect class=\"bar\"").count(),
         svg.matches("</rect>").count()
     );
+}
+
+/// The test binaries and a throwaway cluster started with them.
+async fn start_cluster() -> (PgBin, Cluster) {
+    let bin = PgBin::for_tests().expect("PostgreSQL binaries");
+    let cluster = {
+        let bin = bin.clone();
+        tokio::task::spawn_blocking(move || Cluster::temp(&bin, ClusterOptions::default()))
+            .await
+            .unwrap()
+            .expect("start a throwaway cluster")
+    };
+    (bin, cluster)
 }
 
 /// A directory the server's OS user can read (server-side COPY in the

@@ -25,15 +25,18 @@ pub enum BenchScenario {
     /// Seed 000: 32 concurrent loads of a 10K-row file and 8 of a 1M-row
     /// file into t_copy1 (pgtide tasks against parallel psql \copy), then
     /// one 8M-row file with pgtide load --workers 1,2,4, psql and server
-    /// COPY.
-    Parallel(BenchParallelArgs),
+    /// COPY. --scale 1 is these sizes.
+    Parallel(BenchScaleArgs),
     /// Issue 7 / seed 004: pgtide export (workers x text/csv/binary)
     /// against psql \copy TO FILE, server COPY TO /dev/null and SELECT
-    /// count(*), on a 10M-int table and a 1M-row wide typed table.
-    Export(BenchExportArgs),
+    /// count(*), on a 10M-int table and a 1M-row wide typed table (--scale
+    /// 1). The exported files go to --dir.
+    Export(BenchScaleArgs),
     /// Issue 7: pgtide copy (1, 2, 4 workers) against the binary and text
-    /// psql pipes and pgcopydb, from --db into a second throwaway server.
-    Copy(BenchExportArgs),
+    /// psql pipes and pgcopydb, from --db into a second throwaway server,
+    /// of a 10M-int table and a 1M-row wide typed table (--scale 1).
+    /// pgcopydb's work directory is in --dir.
+    Copy(BenchScaleArgs),
     /// Seed 002: INSERT ... SELECT of 1M rows into a postgres_fdw foreign
     /// table on a second throwaway server with batch_size 1 and 100, next
     /// to a local table.
@@ -55,7 +58,8 @@ pub enum BenchScenario {
     /// the client, pgtide load --route coordinator, psql \copy into the
     /// parent and INSERT .. SELECT with batch_size 1 and 100, next to
     /// pgtide load into one local table and into 8 local partitions.
-    Shards(BenchShardsArgs),
+    /// --scale 1 is the issue's 1M rows.
+    Shards(BenchScaleArgs),
     /// Issue 9: a large load into a table with three secondary indexes,
     /// maintained row by row or --defer-indexes, next to no indexes.
     Indexes(BenchIndexesArgs),
@@ -77,17 +81,15 @@ pub struct BenchIndexesArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// `pgtide bench upsert ...`
+/// Flags of the scenarios that load one generated file of --rows rows
+/// with each --workers count (rejects, upsert).
 #[derive(Debug, Args)]
-pub struct BenchUpsertArgs {
+pub struct BenchRowsArgs {
     #[command(flatten)]
     pub common: BenchCommonArgs,
     /// Rows in the file.
     #[arg(long, default_value_t = 1_000_000)]
     pub rows: u64,
-    /// Rows the pipeline contender loads (scaled to --rows; 0 skips it).
-    #[arg(long, default_value_t = 100_000)]
-    pub pipeline_rows: u64,
     /// Worker counts.
     #[arg(long, value_delimiter = ',', default_values_t = [1, 2])]
     pub workers: Vec<usize>,
@@ -96,39 +98,24 @@ pub struct BenchUpsertArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// `pgtide bench shards ...`
+/// `pgtide bench upsert ...`
 #[derive(Debug, Args)]
-pub struct BenchShardsArgs {
+pub struct BenchUpsertArgs {
     #[command(flatten)]
-    pub common: BenchCommonArgs,
-    /// Rows loaded, scaled from the issue's 1M.
-    #[arg(long, default_value_t = 1.0)]
-    pub scale: f64,
-    /// Worker counts for pgtide load.
-    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4])]
-    pub workers: Vec<usize>,
-    /// Where the generated CSV file goes (default: a temp dir).
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
+    pub file: BenchRowsArgs,
+    /// Rows the pipeline contender loads (scaled to --rows; 0 skips it).
+    #[arg(long, default_value_t = 100_000)]
+    pub pipeline_rows: u64,
 }
 
 /// `pgtide bench rejects ...`
 #[derive(Debug, Args)]
 pub struct BenchRejectsArgs {
     #[command(flatten)]
-    pub common: BenchCommonArgs,
-    /// Rows in the file.
-    #[arg(long, default_value_t = 1_000_000)]
-    pub rows: u64,
+    pub file: BenchRowsArgs,
     /// One bad row every N rows (100 = 1%).
     #[arg(long, default_value_t = 100)]
     pub every: u64,
-    /// Worker counts.
-    #[arg(long, value_delimiter = ',', default_values_t = [1, 2])]
-    pub workers: Vec<usize>,
-    /// Where generated files go (default: a temp dir).
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
 }
 
 /// `pgtide bench methods ...`
@@ -152,8 +139,7 @@ pub struct BenchMethodsArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// Flags shared by the concurrent, parallel, export and fdw-batch
-/// scenarios.
+/// Flags shared by every scenario but `load`.
 #[derive(Debug, Args)]
 pub struct BenchCommonArgs {
     /// Connection; repeat to run the same scenario against several servers
@@ -172,6 +158,13 @@ pub struct BenchCommonArgs {
     pub chart: Option<PathBuf>,
 }
 
+impl BenchCommonArgs {
+    /// `--runs`, at least 1.
+    pub fn runs(&self) -> usize {
+        self.runs.max(1)
+    }
+}
+
 /// `pgtide bench concurrent ...`
 #[derive(Debug, Args)]
 pub struct BenchConcurrentArgs {
@@ -188,37 +181,21 @@ pub struct BenchConcurrentArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// `pgtide bench parallel ...`
+/// Flags of the scenarios sized by --scale from the sizes their
+/// description gives (parallel, export, copy, shards).
 #[derive(Debug, Args)]
-pub struct BenchParallelArgs {
+pub struct BenchScaleArgs {
     #[command(flatten)]
     pub common: BenchCommonArgs,
-    /// Rows per file, scaled from the seed's sizes (1.0 = 10K and 1M rows;
-    /// the single large file is 8 times the 1M file).
-    #[arg(long, default_value_t = 1.0)]
-    pub scale: f64,
-    /// Worker counts for pgtide load on the large file.
-    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4])]
-    pub workers: Vec<usize>,
-    /// Where generated data files go (default: a temp dir the server can
-    /// read).
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
-}
-
-/// `pgtide bench export ...` and `pgtide bench copy ...`
-#[derive(Debug, Args)]
-pub struct BenchExportArgs {
-    #[command(flatten)]
-    pub common: BenchCommonArgs,
-    /// Rows, scaled from the defaults (1.0 = 10M ints and 1M wide rows).
+    /// Rows, scaled from the sizes in the scenario's description (1.0 =
+    /// those sizes).
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
     /// pgtide --workers counts.
     #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4])]
     pub workers: Vec<usize>,
-    /// Where exported files (export) or pgcopydb's work directory (copy)
-    /// go (default: a temp dir).
+    /// Where generated data files and the scenario's work files go
+    /// (default: a temp dir the server can read).
     #[arg(long)]
     pub dir: Option<PathBuf>,
 }

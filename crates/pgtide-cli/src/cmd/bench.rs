@@ -2,8 +2,10 @@
 //! markdown table of medians and ratios (the format docs/benchmarks.md
 //! records).
 //!
-//! `run` is a table: one line per scenario, from its flags to its spec.
-//! Every scenario but `load` then goes the same way ([`scenario`]):
+//! `run` is a table: one arm per scenario, from its flags (which flatten
+//! `BenchCommonArgs`, or a shared group of flags that does:
+//! `BenchScaleArgs`, `BenchRowsArgs`) to its spec. Every scenario but
+//! `load` then goes the same way ([`scenario`]):
 //! announce, run against each `--db`, one table per reference, `--json`,
 //! `--chart`. `load` keeps its own report (one server, two tables, no
 //! chart), which `pgtide demo` shares.
@@ -28,111 +30,108 @@ use pgtide_bench::{chart, Measurement, Scenario, Unit};
 
 use crate::args::{BenchArgs, BenchCommonArgs, BenchLoadArgs, BenchScenario};
 
-/// Runs the chosen scenario.
+/// Runs the chosen scenario: one arm per scenario, from its flags to its
+/// spec; `load` has its own report.
 pub async fn run(a: BenchArgs) -> pgtide::Result<u8> {
+    use BenchScenario as S;
     match a.scenario {
-        BenchScenario::Load(l) => bench_load(l).await,
-        BenchScenario::Concurrent(c) => {
+        S::Load(l) => bench_load(l).await,
+        S::Concurrent(c) => {
             let spec = ConcurrentBench {
                 clients: c.clients,
                 seconds: c.seconds,
-                runs: runs(&c.common),
+                runs: c.common.runs(),
                 dir: dir_or_default(c.dir)?,
             };
             scenario(spec, &c.common).await
         }
-        BenchScenario::Parallel(p) => {
+        S::Parallel(s) => {
             let spec = ParallelBench {
-                scale: p.scale,
-                runs: runs(&p.common),
-                workers: p.workers,
-                dir: dir_or_default(p.dir)?,
+                scale: s.scale,
+                runs: s.common.runs(),
+                workers: s.workers,
+                dir: dir_or_default(s.dir)?,
             };
-            scenario(spec, &p.common).await
+            scenario(spec, &s.common).await
         }
-        BenchScenario::Export(e) => {
+        S::Export(s) => {
             let spec = ExportBench {
-                scale: e.scale,
-                runs: runs(&e.common),
-                workers: e.workers,
-                dir: dir_or_default(e.dir)?,
+                scale: s.scale,
+                runs: s.common.runs(),
+                workers: s.workers,
+                dir: dir_or_default(s.dir)?,
             };
-            scenario(spec, &e.common).await
+            scenario(spec, &s.common).await
         }
-        BenchScenario::Copy(c) => {
+        S::Copy(s) => {
             let spec = CopyBench {
-                scale: c.scale,
-                runs: runs(&c.common),
-                workers: c.workers,
-                dir: dir_or_default(c.dir)?,
+                scale: s.scale,
+                runs: s.common.runs(),
+                workers: s.workers,
+                dir: dir_or_default(s.dir)?,
                 target_bin: None,
             };
-            scenario(spec, &c.common).await
+            scenario(spec, &s.common).await
         }
-        BenchScenario::FdwBatch(f) => {
+        S::Shards(s) => {
+            let spec = ShardsBench {
+                scale: s.scale,
+                runs: s.common.runs(),
+                workers: s.workers,
+                dir: dir_or_default(s.dir)?,
+                remote_bin: None,
+            };
+            scenario(spec, &s.common).await
+        }
+        S::FdwBatch(f) => {
             let spec = FdwBench {
                 scale: f.scale,
-                runs: runs(&f.common),
+                runs: f.common.runs(),
                 batch_sizes: f.batch_sizes,
                 remote_bin: None,
             };
             scenario(spec, &f.common).await
         }
-        BenchScenario::Methods(m) => {
+        S::Methods(m) => {
             let spec = MethodsBench {
                 rows: m.rows,
                 content_bytes: m.content_bytes,
                 mixed_rows: m.mixed_rows,
-                runs: runs(&m.common),
+                runs: m.common.runs(),
                 dir: dir_or_default(m.dir)?,
             };
             scenario(spec, &m.common).await
         }
-        BenchScenario::Rejects(r) => {
+        S::Rejects(r) => {
             let spec = RejectsBench {
-                rows: r.rows,
+                rows: r.file.rows,
                 every: r.every,
-                runs: runs(&r.common),
-                workers: r.workers,
-                dir: dir_or_default(r.dir)?,
+                runs: r.file.common.runs(),
+                workers: r.file.workers,
+                dir: dir_or_default(r.file.dir)?,
             };
-            scenario(spec, &r.common).await
+            scenario(spec, &r.file.common).await
         }
-        BenchScenario::Upsert(u) => {
+        S::Upsert(u) => {
             let spec = UpsertBench {
-                rows: u.rows,
-                runs: runs(&u.common),
-                workers: u.workers,
+                rows: u.file.rows,
+                runs: u.file.common.runs(),
+                workers: u.file.workers,
                 pipeline_rows: u.pipeline_rows,
-                dir: dir_or_default(u.dir)?,
+                dir: dir_or_default(u.file.dir)?,
             };
-            scenario(spec, &u.common).await
+            scenario(spec, &u.file.common).await
         }
-        BenchScenario::Shards(sh) => {
-            let spec = ShardsBench {
-                scale: sh.scale,
-                runs: runs(&sh.common),
-                workers: sh.workers,
-                dir: dir_or_default(sh.dir)?,
-                remote_bin: None,
-            };
-            scenario(spec, &sh.common).await
-        }
-        BenchScenario::Indexes(i) => {
+        S::Indexes(i) => {
             let spec = IndexesBench {
                 rows: i.rows,
-                runs: runs(&i.common),
+                runs: i.common.runs(),
                 workers: i.workers.max(1),
                 dir: dir_or_default(i.dir)?,
             };
             scenario(spec, &i.common).await
         }
     }
-}
-
-/// `--runs`, at least 1.
-fn runs(common: &BenchCommonArgs) -> usize {
-    common.runs.max(1)
 }
 
 /// Announces `spec`, runs it against each `--db`, and reports.
