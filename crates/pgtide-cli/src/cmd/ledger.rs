@@ -20,8 +20,24 @@ pub async fn run(a: LedgerArgs) -> pgtide::Result<u8> {
                 println!("the ledger ({}) is empty", ledger::LEDGER_TABLE);
             } else {
                 for e in &entries {
+                    // Loads routed on the client: entries per server.
+                    let marker = e.shard.as_deref().and_then(|m| m.strip_prefix('@'));
+                    if let Some(server) = marker {
+                        println!(
+                            "{} -> {}: routed on the client; server {server} keeps its entries \
+                             in its own ledger (list or forget them there with --db)",
+                            e.input, e.table
+                        );
+                        continue;
+                    }
+                    let shard = e
+                        .shard
+                        .as_deref()
+                        .map(|s| format!(" (rows on server {s})"))
+                        .unwrap_or_default();
                     println!(
-                        "{} -> {}: {} bytes of {} committed, {} rows, {} ranges, {} runs, last {}",
+                        "{} -> {}{shard}: {} bytes of {} committed, {} rows, {} ranges, {} runs, \
+                         last {}",
                         e.input,
                         e.table,
                         e.bytes_committed,

@@ -50,7 +50,24 @@ pub(super) async fn worker(
             }
             break;
         }
-        let mut routed = route_chunk(s, &chunk);
+        let mut routed = match route_chunk(s, &chunk) {
+            Ok(r) => r,
+            Err(e) => {
+                s.ledger.lock().unwrap().failure.get_or_insert(e);
+                rx.close();
+                break;
+            }
+        };
+        if routed.skipped > 0 {
+            // Done by earlier runs: not read by this one.
+            s.progress
+                .rows_read
+                .fetch_sub(routed.skipped, std::sync::atomic::Ordering::Relaxed);
+            s.ledger.lock().unwrap().resumed += routed.skipped;
+            if routed.skipped == chunk.records {
+                continue;
+            }
+        }
         // Rows refused on the client count against --max-rejects as the
         // servers' do; past it, nothing of the chunk is sent.
         let mut may_reject = s.may_reject();
