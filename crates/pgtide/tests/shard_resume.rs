@@ -47,9 +47,15 @@ async fn setup(db: &Db, remote: &Client) {
 /// `n,v,t` for n in 0..ROWS, every seventh `t` on two lines, and every
 /// hundredth row twice (the same row twice must stay twice).
 fn input() -> String {
+    input_with(|_| false)
+}
+
+/// [`input`] with the rows `bad` picks replaced by a bad value for `v`.
+fn input_with(bad: impl Fn(i32) -> bool) -> String {
     let mut csv = String::new();
     for n in 0..ROWS {
         let row = match n % 7 {
+            _ if bad(n) => format!("{n},bad{n},x\n"),
             0 => format!("{n},{n},\"two\nlines {n}\"\n"),
             _ => format!("{n},{n},row {n}\n"),
         };
@@ -88,19 +94,12 @@ async fn same_as_clean(db: &Db, path: &str) {
     support::assert_same_rows(&db.client, "s", "clean", "the resumed load").await;
 }
 
-async fn count(c: &Client, sql: &str) -> i64 {
-    c.query_one(sql, &[]).await.unwrap().get(0)
-}
-
-#[tokio::test]
-async fn a_shard_down_mid_load_then_resumed_with_other_workers_loads_every_row_once() {
-    let db = Db::start().await;
-    let (shards, remote) = support::shard_server(&db).await;
+/// Makes `shards` stop itself (immediate: no goodbye to its sessions)
+/// when the first key from 2900 on that routes to it arrives, holding
+/// that row until it is gone.
+async fn arm_stop(db: &Db, remote: &Client, shards: &pgtide::cluster::Cluster) {
     let pg_ctl = shards.bin().tool("pg_ctl");
     let data = shards.data_dir().to_owned();
-    setup(&db, &remote).await;
-    // The shard stops itself (immediate) when row 2900 (or the first key
-    // after it that routes there) arrives, mid-load.
     let stop_at: i32 = db
         .client
         .query_one(
@@ -131,6 +130,34 @@ async fn a_shard_down_mid_load_then_resumed_with_other_workers_loads_every_row_o
             .await
             .unwrap();
     }
+}
+
+/// Starts `shards` again, its stop trigger gone.
+async fn restart(shards: pgtide::cluster::Cluster) -> (pgtide::cluster::Cluster, Client) {
+    let shards = tokio::task::spawn_blocking(move || {
+        shards.start().unwrap();
+        shards
+    })
+    .await
+    .unwrap();
+    let remote = shards.target().connect().await.unwrap();
+    remote
+        .batch_execute("DROP TRIGGER stop_here ON r2; DROP TRIGGER stop_here ON r3")
+        .await
+        .unwrap();
+    (shards, remote)
+}
+
+async fn count(c: &Client, sql: &str) -> i64 {
+    c.query_one(sql, &[]).await.unwrap().get(0)
+}
+
+#[tokio::test]
+async fn a_shard_down_mid_load_then_resumed_with_other_workers_loads_every_row_once() {
+    let db = Db::start().await;
+    let (shards, remote) = support::shard_server(&db).await;
+    setup(&db, &remote).await;
+    arm_stop(&db, &remote, &shards).await;
     drop(remote);
     let path = db.file(input().as_bytes(), support::Compress::None);
     let path = path.to_str().unwrap();
@@ -152,17 +179,7 @@ async fn a_shard_down_mid_load_then_resumed_with_other_workers_loads_every_row_o
         first.committed
     );
 
-    let shards = tokio::task::spawn_blocking(move || {
-        shards.start().unwrap();
-        shards
-    })
-    .await
-    .unwrap();
-    let remote = shards.target().connect().await.unwrap();
-    remote
-        .batch_execute("DROP TRIGGER stop_here ON r2; DROP TRIGGER stop_here ON r3")
-        .await
-        .unwrap();
+    let (_shards, remote) = restart(shards).await;
     // Each server's ledger holds its own entries; the coordinator a
     // marker naming shard2.
     let on_shard = "SELECT count(*) FROM pgtide.ledger WHERE shard = 'shard2'";
@@ -246,4 +263,55 @@ async fn through_the_coordinator_resume_works_and_its_entries_count_for_every_se
         r.notes
     );
     same_as_clean(&db, path).await;
+}
+
+#[tokio::test]
+async fn with_rejects_a_resumed_load_rejects_each_bad_row_once() {
+    let db = Db::start().await;
+    let (shards, remote) = support::shard_server(&db).await;
+    setup(&db, &remote).await;
+    arm_stop(&db, &remote, &shards).await;
+    drop(remote);
+    // Bad values for every server, before and after the stop.
+    let csv = input_with(|n| n % 531 == 17);
+    let path = db.file(csv.as_bytes(), support::Compress::None);
+    let path = path.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rejects = dir.path().join("bad.csv");
+    let mut opts = options(path, "s", 2, 4 << 10);
+    opts.rejects = Some(rejects.clone());
+    let first = load(&db, &opts).await.unwrap();
+    assert!(first.failure.is_some(), "shard2 went down");
+    assert!(first.rows_rejected > 0);
+    let (_shards, _remote) = restart(shards).await;
+    opts.workers = 3;
+    opts.chunk_bytes = 2500;
+    let second = load(&db, &opts).await.unwrap();
+    assert!(second.failure.is_none(), "{:?}", second.failure);
+
+    // The clean load of the same file, its rejects apart.
+    let clean_rejects = dir.path().join("clean-bad.csv");
+    let mut clean = options(path, "clean", 1, 1 << 20);
+    clean.resume = None;
+    clean.rejects = Some(clean_rejects.clone());
+    let r = load(&db, &clean).await.unwrap();
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    support::assert_same_rows(&db.client, "s", "clean", "resumed with --rejects").await;
+    let sorted = |p: &std::path::Path| {
+        let mut v: Vec<String> = std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        v.sort();
+        v
+    };
+    let got = sorted(&rejects);
+    assert_eq!(got, sorted(&clean_rejects), "each bad row once");
+    assert_eq!(got.len() as u64, r.rows_rejected);
+    assert_eq!(
+        first.rows_rejected + second.rows_rejected,
+        r.rows_rejected,
+        "{first:?} {second:?}"
+    );
 }

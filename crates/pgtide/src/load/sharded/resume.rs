@@ -100,6 +100,12 @@ pub(super) async fn prepare(
     let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
     let options = ledger::describe_options(&opts.copy, &names);
     let name = table.name.to_string();
+    // Each server's ledger made first, so that a refusal names the server.
+    for (s, c) in servers.iter().zip(clients) {
+        ledger::ensure(c)
+            .await
+            .map_err(|e| super::name_server(e, &s.label, None))?;
+    }
     let mut ledgers = vec![(&clients[0], None)];
     for (s, c) in servers.iter().zip(clients) {
         ledgers.push((c, Some(s.label.as_str())));

@@ -65,6 +65,15 @@ pub(super) async fn worker(
                 .fetch_sub(routed.skipped, std::sync::atomic::Ordering::Relaxed);
             s.ledger.lock().unwrap().resumed += routed.skipped;
             if routed.skipped == chunk.records {
+                // Nothing to send; the reject file still hears of the
+                // chunk (it writes chunks in order).
+                if let Some(file) = s.rejects.lock().unwrap().as_mut() {
+                    if let Err(e) = file.submit(chunk.seq, Vec::new()) {
+                        s.ledger.lock().unwrap().failure.get_or_insert(e);
+                        rx.close();
+                        break;
+                    }
+                }
                 continue;
             }
         }
