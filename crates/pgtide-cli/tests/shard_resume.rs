@@ -144,11 +144,9 @@ fn a_shard_failure_lists_what_each_server_committed_and_resume_finishes() {
     let out = pgtide(&load_args(&f, &db, "2"), b"");
     let stdout = text(&out.stdout);
     assert_ne!(out.status.code(), Some(0), "{stdout}");
-    assert!(
-        text(&out.stderr).contains("shard2"),
-        "{}",
-        text(&out.stderr)
-    );
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("shard2"), "{stderr}");
+    assert!(stderr.contains("run the same command again"), "{stderr}");
     assert!(stdout.contains("done on coordinator: "), "{stdout}");
     assert!(stdout.contains("done on shard2: "), "{stdout}");
 
@@ -180,6 +178,13 @@ fn a_shard_failure_lists_what_each_server_committed_and_resume_finishes() {
         text(&out.stdout).contains("(rows on server shard2)"),
         "{}",
         text(&out.stdout)
+    );
+    let out = pgtide(&["ledger", "forget", &f, "--db", &db], b"");
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("server shard2 keeps its own entries"),
+        "{stdout}"
     );
 }
 

@@ -36,7 +36,7 @@ use crate::error::{Error, Result};
 mod entries;
 #[path = "ledger_unfinished.rs"]
 mod unfinished;
-pub use entries::{forget, list, Entry};
+pub use entries::{forget, list, routed_servers, Entry};
 pub(super) use unfinished::unfinished;
 
 /// The schema and table of the ledger.

@@ -87,6 +87,27 @@ pub async fn forget(client: &Client, input: Option<&str>, table: Option<&str>) -
     Ok(n)
 }
 
+/// The servers whose own ledgers hold entries of `input` (`None`: of
+/// every input), as the coordinator's `@SERVER` markers name them:
+/// `(input, server)` pairs. [`forget`] on the coordinator leaves those
+/// entries where they are; the caller says so.
+pub async fn routed_servers(client: &Client, input: Option<&str>) -> Result<Vec<(String, String)>> {
+    if !exists(client).await? {
+        return Ok(Vec::new());
+    }
+    let path = input.map(|i| {
+        std::fs::canonicalize(i).map_or_else(|_| i.to_owned(), |p| p.to_string_lossy().into_owned())
+    });
+    let rows = client
+        .query(
+            "SELECT DISTINCT input, substr(shard, 2) FROM pgtide.ledger \
+             WHERE shard LIKE '@%' AND ($1::text IS NULL OR input = $1) ORDER BY 1, 2",
+            &[&path],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
 async fn exists(client: &Client) -> Result<bool> {
     let row = client
         .query_one("SELECT to_regclass('pgtide.ledger') IS NOT NULL", &[])

@@ -158,7 +158,7 @@ pub(super) async fn worker(
                     ));
                 }
                 if l.failure.is_none() {
-                    l.failure = Some(f.error);
+                    l.failure = Some(with_resume_hint(s, f.error));
                     l.failed_row = f.row;
                 }
                 drop(l);
@@ -168,4 +168,16 @@ pub(super) async fn worker(
         }
     }
     Ok(())
+}
+
+/// With `--resume`, a lost server is finished by running the same load
+/// again: each server's ledger says what it holds.
+fn with_resume_hint(s: &Shared, e: crate::error::Error) -> crate::error::Error {
+    if s.resume.is_none() || e.kind() != crate::error::ErrorKind::ConnectionLost {
+        return e;
+    }
+    e.with_hint(
+        "once every server is up, run the same command again (with --resume): each server \
+         gets only the rows its ledger does not hold, whatever --workers or --chunk-bytes",
+    )
 }
