@@ -239,6 +239,15 @@ async fn through_the_coordinator_resume_works_and_its_entries_count_for_every_se
     setup(&db, &remote).await;
     let path = db.file(input().as_bytes(), support::Compress::None);
     let path = path.to_str().unwrap();
+    // --explain says how a routed load resumes, and writes no ledger.
+    let x = pgtide::load::explain(&db.target, &options(path, "s", 2, 8 << 10))
+        .await
+        .unwrap();
+    let said = |what: &str| x.lines.iter().find(|(w, _)| w == what).unwrap().1.clone();
+    assert!(said("routing").starts_with("on the client"), "{x:?}");
+    assert!(said("resume").contains("each server's part"), "{x:?}");
+    let ledger = "SELECT count(*) FROM pg_namespace WHERE nspname = 'pgtide'";
+    assert_eq!(count(&remote, ledger).await, 0, "explain wrote nothing");
     let mut through = options(path, "s", 2, 8 << 10);
     through.route = Route::Coordinator;
     let r = load(&db, &through).await.unwrap();
