@@ -117,7 +117,7 @@ async fn arm_stop(db: &Db, remote: &Client, shards: &pgtide::cluster::Cluster) {
                  BEGIN
                      IF NEW.n = {stop_at} THEN
                          COPY (SELECT 1) TO PROGRAM
-                             'sh -c \"{} stop -m immediate -D {}\" </dev/null >/dev/null 2>&1 &';
+                             'cat >/dev/null; sh -c \"{} stop -m immediate -D {}\" </dev/null >/dev/null 2>&1 &';
                          PERFORM pg_sleep(120);
                      END IF;
                      RETURN NEW;
@@ -279,6 +279,19 @@ async fn with_rejects_a_resumed_load_rejects_each_bad_row_once() {
     let db = Db::start().await;
     let (shards, remote) = support::shard_server(&db).await;
     setup(&db, &remote).await;
+    // The shard has a ledger from before the `shard` column: it gets it.
+    remote
+        .batch_execute(
+            "CREATE SCHEMA pgtide;
+             CREATE TABLE pgtide.ledger (
+                 input text NOT NULL, size bigint NOT NULL, fingerprint text NOT NULL,
+                 table_name text NOT NULL, table_oid oid NOT NULL, options text NOT NULL,
+                 first_byte bigint NOT NULL, end_byte bigint NOT NULL, rows bigint NOT NULL,
+                 run text NOT NULL, committed_at timestamptz NOT NULL DEFAULT clock_timestamp());
+             INSERT INTO pgtide.ledger VALUES ('/elsewhere', 1, 'edges:x', 't', 1, '{}', 0, 1, 1, 'r');",
+        )
+        .await
+        .unwrap();
     arm_stop(&db, &remote, &shards).await;
     drop(remote);
     // Bad values for every server, before and after the stop.
