@@ -26,6 +26,10 @@
 //! `--rejects`: a server's part refused for a row is done again with its
 //! bad rows isolated, in one transaction still (`rejects.rs`).
 //!
+//! `--resume`: each server's part records its byte range in that
+//! server's ledger, in the part's transaction, and a resumed run sends
+//! each server only the rows it lacks (`resume.rs`).
+//!
 //! Not here (the load falls back to the ordinary path, see
 //! [`eligible`]): `--truncate`, `HEADER MATCH`, methods other
 //! than COPY, a non-UTF-8 input or server encoding.
