@@ -159,23 +159,28 @@ pub(super) async fn record_part(
             chunk.input
         )));
     };
-    let mut cut: Vec<(u64, u64)> = routed.excluded.iter().chain(rejected).copied().collect();
-    cut.sort_unstable();
+    let cut: Vec<(u64, u64)> = routed.excluded.iter().chain(rejected).copied().collect();
     let end = chunk.first_byte + chunk.data.len() as u64;
-    let mut at = chunk.first_byte;
     let mut rows = Some(rows);
-    let mut ranges = Vec::new();
-    for (a, b) in cut.into_iter().chain([(end, end)]) {
-        if a > at {
-            ranges.push((at, a.min(end)));
-        }
-        at = at.max(b);
-    }
-    for range in ranges {
+    for range in without(chunk.first_byte, end, cut) {
         let n = rows.take().unwrap_or(0);
         ledger::insert(client, id, &r.resume.run, range, n, Some(label)).await?;
     }
     Ok(())
+}
+
+/// `[start, end)` minus the `cut` ranges (any order, may touch).
+fn without(start: u64, end: u64, mut cut: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    cut.sort_unstable();
+    let mut at = start;
+    let mut out = Vec::new();
+    for (a, b) in cut.into_iter().chain([(end, end)]) {
+        if a > at {
+            out.push((at, a.min(end)));
+        }
+        at = at.max(b);
+    }
+    out
 }
 
 /// Whether `[a, b)` lies in `ranges` (sorted, merged); a range ending
@@ -192,5 +197,35 @@ fn covered(ranges: &[(u64, u64)], input: &str, a: u64, b: u64) -> Result<Seen> {
              it on the coordinator and on every server its markers name",
         )),
         _ => Ok(Seen::Send),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{covered, without, Seen};
+
+    #[test]
+    fn a_part_s_ranges_leave_out_rejected_records() {
+        assert_eq!(without(10, 50, vec![]), [(10, 50)]);
+        assert_eq!(
+            without(10, 50, vec![(30, 35), (10, 12)]),
+            [(12, 30), (35, 50)]
+        );
+        assert_eq!(
+            without(10, 50, vec![(12, 20), (20, 30)]),
+            [(10, 12), (30, 50)]
+        );
+        assert_eq!(without(10, 50, vec![(40, 50)]), [(10, 40)]);
+        assert!(without(10, 50, vec![(10, 50)]).is_empty());
+    }
+
+    #[test]
+    fn a_record_is_inside_a_range_outside_or_an_error() {
+        let r = [(0, 10), (20, 30)];
+        assert!(matches!(covered(&r, "f", 2, 10), Ok(Seen::Done)));
+        assert!(matches!(covered(&r, "f", 10, 20), Ok(Seen::Send)));
+        assert!(matches!(covered(&r, "f", 30, 31), Ok(Seen::Send)));
+        assert!(covered(&r, "f", 15, 25).is_err());
+        assert!(covered(&r, "f", 5, 12).is_err());
     }
 }
