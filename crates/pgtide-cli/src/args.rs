@@ -52,7 +52,9 @@ pub enum Command {
         action: ServerAction,
     },
     /// The `load --resume` ledger (pgtide.ledger in the target database):
-    /// list what is recorded, forget a file's entries.
+    /// list what is recorded, forget a file's entries. A load routed on
+    /// the client to foreign partitions also keeps entries on each
+    /// shard server: `--db` that server to list or forget them.
     Ledger(LedgerArgs),
     /// Benchmarks that reproduce the seed documents' experiments.
     Bench(BenchArgs),

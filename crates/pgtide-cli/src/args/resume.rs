@@ -50,7 +50,11 @@ Resume (--resume):
   reject file is appended to (its .log names the run of each row) and rows
   rejected before are not rejected again. stdin cannot be resumed.
   `pgtide ledger list` shows the ledger, `pgtide ledger forget FILE` clears
-  a file's entries (the rows stay in the table).";
+  a file's entries (the rows stay in the table).
+  A partitioned table routed on the client keeps a ledger on every server
+  (each server's part of a chunk records itself there): a resume sends each
+  server only the rows it lacks. `pgtide ledger list --db SHARD` shows a
+  shard's entries.";
 
 /// `pgtide ledger ...`
 #[derive(Debug, Args)]

@@ -20,8 +20,24 @@ pub async fn run(a: LedgerArgs) -> pgtide::Result<u8> {
                 println!("the ledger ({}) is empty", ledger::LEDGER_TABLE);
             } else {
                 for e in &entries {
+                    // Loads routed on the client: entries per server.
+                    let marker = e.shard.as_deref().and_then(|m| m.strip_prefix('@'));
+                    if let Some(server) = marker {
+                        println!(
+                            "{} -> {}: routed on the client; server {server} keeps its entries \
+                             in its own ledger (list or forget them there with --db)",
+                            e.input, e.table
+                        );
+                        continue;
+                    }
+                    let shard = e
+                        .shard
+                        .as_deref()
+                        .map(|s| format!(" (rows on server {s})"))
+                        .unwrap_or_default();
                     println!(
-                        "{} -> {}: {} bytes of {} committed, {} rows, {} ranges, {} runs, last {}",
+                        "{} -> {}{shard}: {} bytes of {} committed, {} rows, {} ranges, {} runs, \
+                         last {}",
                         e.input,
                         e.table,
                         e.bytes_committed,
@@ -39,13 +55,26 @@ pub async fn run(a: LedgerArgs) -> pgtide::Result<u8> {
                 .map(|t| pgtide::ident::QualifiedName::parse(&t).map(|q| q.to_string()))
                 .transpose()?;
             let mut n = 0;
+            // Loads routed on the client keep entries on each shard
+            // server too: named before their markers go.
+            let mut elsewhere = Vec::new();
             if all {
+                elsewhere.extend(ledger::routed_servers(&client, None).await?);
                 n += ledger::forget(&client, None, table.as_deref()).await?;
             }
             for input in &inputs {
+                elsewhere.extend(ledger::routed_servers(&client, Some(input)).await?);
                 n += ledger::forget(&client, Some(input), table.as_deref()).await?;
             }
             println!("forgot {n} ledger entries; the rows loaded stay in their tables");
+            for (input, server) in elsewhere {
+                println!(
+                    "note: {input} was loaded routed on the client: server {server} keeps \
+                     its own entries; forget them there too (`pgtide ledger forget {input} \
+                     --db` with {server}'s connection), or a later --resume skips the rows \
+                     {server} holds"
+                );
+            }
         }
         LedgerAction::RestoreIndexes { workers } => {
             drop(client);

@@ -34,13 +34,23 @@ use crate::error::{Error, Result};
 
 #[path = "ledger_entries.rs"]
 mod entries;
-pub use entries::{forget, list, Entry};
+#[path = "ledger_unfinished.rs"]
+mod unfinished;
+pub use entries::{forget, list, routed_servers, Entry};
+pub(super) use unfinished::unfinished;
 
 /// The schema and table of the ledger.
 pub const LEDGER_TABLE: &str = "pgtide.ledger";
 
 /// Created on first use. `run` names the pgtide run that committed the
 /// range (as in the reject log); `rows` is the server's row count.
+/// `shard` is NULL for a range whose every row is committed (the ordinary
+/// path, and `--route coordinator`); for a load routed on the client it
+/// names the server whose rows of the range are committed (the entry is
+/// on that server, in its transaction; see `sharded/resume.rs`), or, on
+/// the coordinator, `@SERVER` for a marker saying that SERVER's ledger
+/// holds entries of this input. Added to ledgers made before it existed
+/// (checked first, so that no lock is taken when it is there).
 const CREATE_SQL: &str = "
 CREATE SCHEMA IF NOT EXISTS pgtide;
 CREATE TABLE IF NOT EXISTS pgtide.ledger (
@@ -57,13 +67,20 @@ CREATE TABLE IF NOT EXISTS pgtide.ledger (
     committed_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE INDEX IF NOT EXISTS ledger_input ON pgtide.ledger (input);
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute
+                   WHERE attrelid = 'pgtide.ledger'::regclass AND attname = 'shard'
+                     AND NOT attisdropped) THEN
+        ALTER TABLE pgtide.ledger ADD COLUMN shard text;
+    END IF;
+END $$;
 COMMENT ON TABLE pgtide.ledger IS
     'pgtide load --resume: byte ranges committed, one row per chunk, written in the chunk''s transaction';
 ";
 
 const INSERT_SQL: &str = "INSERT INTO pgtide.ledger \
-    (input, size, fingerprint, table_name, table_oid, options, first_byte, end_byte, rows, run) \
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+    (input, size, fingerprint, table_name, table_oid, options, first_byte, end_byte, rows, run, \
+    shard) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 
 /// Bytes at each end of a file that `--resume` fingerprints.
 const EDGE: u64 = 1 << 20;
@@ -164,9 +181,23 @@ pub(super) async fn record(
             mark.id.path, batch.records
         ))));
     }
-    let first = (mark.first_byte + at as u64) as i64;
-    let end = first + len as i64;
-    let id = &mark.id;
+    let first = mark.first_byte + at as u64;
+    let range = (first, first + len as u64);
+    insert(client, &mark.id, &mark.run, range, rows, None).await?;
+    Ok(None)
+}
+
+/// Inserts one ledger row in the open transaction: `range` of `id`'s
+/// input committed, `rows` rows, by run `run`; `shard` as the column says
+/// (`None`: every row of the range).
+pub(super) async fn insert(
+    client: &Client,
+    id: &Identity,
+    run: &str,
+    range: (u64, u64),
+    rows: u64,
+    shard: Option<&str>,
+) -> std::result::Result<(), tokio_postgres::Error> {
     client
         .execute(
             INSERT_SQL,
@@ -177,14 +208,15 @@ pub(super) async fn record(
                 &id.table,
                 &id.table_oid,
                 &id.options,
-                &first,
-                &end,
+                &(range.0 as i64),
+                &(range.1 as i64),
                 &(rows as i64),
-                &mark.run.as_ref(),
+                &run,
+                &shard,
             ],
         )
         .await?;
-    Ok(None)
+    Ok(())
 }
 
 /// Creates the ledger if needed (serialised by an advisory lock, so two
@@ -225,6 +257,9 @@ pub fn describe_options(copy: &crate::copyopts::CopyOptions, columns: &[String])
 /// each input's identity is checked against what the ledger recorded
 /// (another file, table or options: an error saying what differs), and
 /// its committed ranges are returned. Creates the ledger on first use.
+/// An input begun with rows routed on the client (per-server entries,
+/// `sharded/resume.rs`) is refused: this path cannot send each server
+/// only its missing rows.
 pub async fn prepare(
     client: &Client,
     inputs: &[String],
@@ -232,11 +267,55 @@ pub async fn prepare(
     table: (&str, u32),
     options: &str,
 ) -> Result<Resume> {
-    ensure(client).await?;
+    let (resume, _) = prepare_on(&[(client, None)], inputs, mode, table, options).await?;
+    let paths: Vec<String> = resume
+        .inputs
+        .values()
+        .map(|(id, _)| id.path.clone())
+        .collect();
+    let routed = client
+        .query(
+            "SELECT DISTINCT input, shard FROM pgtide.ledger \
+             WHERE input = ANY($1) AND shard IS NOT NULL ORDER BY 1, 2",
+            &[&paths],
+        )
+        .await?;
+    if let Some(r) = routed.first() {
+        let input: String = r.get(0);
+        return Err(Error::config(format!(
+            "--resume: {input} was begun with its rows routed on the client: the ledger \
+             ({LEDGER_TABLE}) holds per-server entries for it, which this run (through the \
+             coordinator's parent table) cannot honour without loading rows twice"
+        ))
+        .with_hint(
+            "resume it as it began: without --route coordinator, --on-conflict, --truncate \
+             or --single-transaction (`pgtide ledger list` on the coordinator names the \
+             servers holding entries)",
+        ));
+    }
+    Ok(resume)
+}
+
+/// [`prepare`] over several ledgers, each with the entries it reads: `None`
+/// the whole-range entries, `Some(server)` that server's (client-routed
+/// loads). The identity is computed once and checked against every entry
+/// of every ledger for the input, whatever its scope. Returns the resume
+/// (its ranges: the first ledger's) and each ledger's ranges per input.
+pub async fn prepare_on(
+    ledgers: &[(&Client, Option<&str>)],
+    inputs: &[String],
+    mode: ResumeMode,
+    table: (&str, u32),
+    options: &str,
+) -> Result<(Resume, Vec<BTreeMap<String, Ranges>>)> {
+    for (client, _) in ledgers {
+        ensure(client).await?;
+    }
     let mut out = Resume {
         run: run_name().into(),
         ..Resume::default()
     };
+    let mut each = vec![BTreeMap::new(); ledgers.len()];
     for input in inputs {
         if input == "-" {
             return Err(stdin_refused());
@@ -245,16 +324,21 @@ pub async fn prepare(
             .map_err(|e| Error::read(input, e))?
             .to_string_lossy()
             .into_owned();
-        let rows = client
-            .query(
-                "SELECT size, fingerprint, table_name, table_oid, options, first_byte, end_byte \
-                 FROM pgtide.ledger WHERE input = $1 ORDER BY first_byte",
-                &[&path],
-            )
-            .await?;
+        let mut rows = Vec::new();
+        for (l, (client, scope)) in ledgers.iter().enumerate() {
+            let found = client
+                .query(
+                    "SELECT size, fingerprint, table_name, table_oid, options, first_byte, \
+                     end_byte, shard IS NOT DISTINCT FROM $2 \
+                     FROM pgtide.ledger WHERE input = $1 ORDER BY first_byte",
+                    &[&path, scope],
+                )
+                .await?;
+            rows.extend(found.into_iter().map(|r| (l, r)));
+        }
         let stored_full = rows
             .iter()
-            .any(|r| r.get::<_, String>(1).starts_with("full:"));
+            .any(|(_, r)| r.get::<_, String>(1).starts_with("full:"));
         let full = mode == ResumeMode::Strict || stored_full;
         if mode == ResumeMode::Strict && !rows.is_empty() && !stored_full {
             out.notes.push(format!(
@@ -272,8 +356,8 @@ pub async fn prepare(
             table_oid: table.1,
             options: options.to_owned(),
         };
-        let mut ranges = Vec::with_capacity(rows.len());
-        for r in &rows {
+        let mut ranges = vec![Vec::new(); ledgers.len()];
+        for (l, r) in &rows {
             let stored = Identity {
                 path: id.path.clone(),
                 size: r.get(0),
@@ -285,13 +369,20 @@ pub async fn prepare(
             if stored != id {
                 return Err(mismatch(input, &stored, &id));
             }
-            ranges.push((r.get::<_, i64>(5) as u64, r.get::<_, i64>(6) as u64));
+            if r.get::<_, bool>(7) {
+                out.entries += 1;
+                ranges[*l].push((r.get::<_, i64>(5) as u64, r.get::<_, i64>(6) as u64));
+            }
         }
-        out.entries += rows.len() as u64;
-        out.inputs
-            .insert(input.clone(), (Arc::new(id), merge(ranges)));
+        let mut ranges = ranges.into_iter().map(merge);
+        let first = ranges.next().unwrap_or_default();
+        for (l, r) in ranges.enumerate() {
+            each[l + 1].insert(input.clone(), r);
+        }
+        each[0].insert(input.clone(), first.clone());
+        out.inputs.insert(input.clone(), (Arc::new(id), first));
     }
-    Ok(out)
+    Ok((out, each))
 }
 
 /// `--resume` cannot skip what it cannot read again.
@@ -427,95 +518,4 @@ async fn fingerprint(input: &str, full: bool) -> Result<(i64, String)> {
         .await
         .map_err(|e| Error::bug(format!("the fingerprint task failed: {e}")))?
         .map_err(|e| Error::read(&input, e))
-}
-
-/// What of `chunk` a resumed run still has to load: the runs of records
-/// neither inside a `committed` range nor `rejected` (record offsets) by
-/// an earlier run, each as its own chunk (sequence numbers are the
-/// caller's), and the records skipped. A range that ends inside a record
-/// means the ledger does not describe this input: an error.
-pub(super) fn unfinished(
-    chunk: crate::chunk::Chunk,
-    committed: &[(u64, u64)],
-    rejected: Option<&std::collections::BTreeSet<u64>>,
-    dialect: &copyfmt::scan::Dialect,
-) -> Result<(Vec<crate::chunk::Chunk>, u64)> {
-    let start = chunk.first_byte;
-    let end = start + chunk.data.len() as u64;
-    // The committed range that holds `at`, if any.
-    let holding = |at: u64| {
-        let i = committed.partition_point(|r| r.1 <= at);
-        committed.get(i).filter(|r| r.0 <= at)
-    };
-    let rejected_here = rejected.is_some_and(|r| r.range(start..end).next().is_some());
-    if let Some(r) = holding(start) {
-        if r.1 >= end {
-            return Ok((Vec::new(), chunk.records));
-        }
-    }
-    let i = committed.partition_point(|r| r.1 <= start);
-    let overlaps = committed.get(i).is_some_and(|r| r.0 < end);
-    if !overlaps && !rejected_here {
-        return Ok((vec![chunk], 0));
-    }
-    let spans: Vec<_> = copyfmt::scan::records_with(dialect, chunk.eol, &chunk.data).collect();
-    let done: Vec<bool> = spans
-        .iter()
-        .map(|s| {
-            let (a, b) = (start + s.start as u64, start + s.end as u64);
-            if rejected.is_some_and(|r| r.contains(&a)) {
-                return Ok(true);
-            }
-            match holding(a) {
-                Some(r) if r.1 >= b => Ok(true),
-                Some(_) => Err(()),
-                None => match committed.get(committed.partition_point(|r| r.1 <= a)) {
-                    Some(r) if r.0 < b => Err(()),
-                    _ => Ok(false),
-                },
-            }
-        })
-        .collect::<std::result::Result<_, ()>>()
-        .map_err(|()| {
-            Error::config(format!(
-                "--resume: {}: a range in the ledger ends inside a record near byte {start}",
-                chunk.input
-            ))
-            .with_hint(
-                "the ledger does not describe this file as it reads now: `pgtide ledger forget` it",
-            )
-        })?;
-    // Line breaks before record `i` (binary: tuples), or all of them.
-    let lines_before = |i: usize| spans.get(i).map_or(chunk.lines, |s| s.line);
-    let mut pieces = Vec::new();
-    let mut skipped = 0;
-    let mut i = 0;
-    while i < spans.len() {
-        if done[i] {
-            skipped += 1;
-            i += 1;
-            continue;
-        }
-        let lo = i;
-        while i < spans.len() && !done[i] {
-            i += 1;
-        }
-        let (a, b) = (spans[lo].start, spans[i - 1].end);
-        pieces.push(crate::chunk::Chunk {
-            seq: chunk.seq,
-            input: chunk.input.clone(),
-            data: chunk.data.slice(a..b),
-            first_line: chunk.line_of(&spans[lo]),
-            first_record: chunk.first_record + lo as u64,
-            first_byte: start + a as u64,
-            records: (i - lo) as u64,
-            lines: lines_before(i) - lines_before(lo),
-            eol: chunk.eol,
-            eol_errors: spans[lo..i]
-                .iter()
-                .filter(|s| s.eol_error.is_some())
-                .count() as u64,
-        });
-    }
-    Ok((pieces, skipped))
 }

@@ -12,6 +12,12 @@ pub struct Entry {
     pub input: String,
     /// The table.
     pub table: String,
+    /// `None`: ranges whose every row is committed. For a load routed on
+    /// the client, the server whose rows of the ranges are committed (on
+    /// that server's ledger), or `@SERVER` on the coordinator: a marker
+    /// saying SERVER's own ledger holds entries of this input (list them
+    /// with `pgtide ledger list` against SERVER's database).
+    pub shard: Option<String>,
     /// Size on disk when recorded.
     pub size: i64,
     /// Decompressed bytes committed.
@@ -34,8 +40,9 @@ pub async fn list(client: &Client) -> Result<Vec<Entry>> {
     let rows = client
         .query(
             "SELECT input, table_name, max(size), sum(end_byte - first_byte)::bigint, \
-             sum(rows)::bigint, count(*), count(DISTINCT run), max(committed_at)::text \
-             FROM pgtide.ledger GROUP BY input, table_name ORDER BY input, table_name",
+             sum(rows)::bigint, count(*), count(DISTINCT run), max(committed_at)::text, shard \
+             FROM pgtide.ledger GROUP BY input, table_name, shard \
+             ORDER BY input, table_name, shard NULLS FIRST",
             &[],
         )
         .await?;
@@ -50,6 +57,7 @@ pub async fn list(client: &Client) -> Result<Vec<Entry>> {
             ranges: r.get(5),
             runs: r.get(6),
             last_commit: r.get(7),
+            shard: r.get(8),
         })
         .collect())
 }
@@ -57,7 +65,10 @@ pub async fn list(client: &Client) -> Result<Vec<Entry>> {
 /// Clears the ledger entries of `input` (a path: canonicalised when it
 /// exists; `None`: every input) and, when given, of that table only
 /// (`schema.name`, or a name matched in any schema). Returns the ledger
-/// rows deleted. The loaded rows are not touched.
+/// rows deleted, whatever their `shard`. The loaded rows are not touched.
+/// The entries a load routed on the client wrote on other servers stay
+/// there (the `@SERVER` markers name them): forget them with the same
+/// command against each server's database.
 pub async fn forget(client: &Client, input: Option<&str>, table: Option<&str>) -> Result<u64> {
     if !exists(client).await? {
         return Ok(0);
@@ -74,6 +85,27 @@ pub async fn forget(client: &Client, input: Option<&str>, table: Option<&str>) -
         )
         .await?;
     Ok(n)
+}
+
+/// The servers whose own ledgers hold entries of `input` (`None`: of
+/// every input), as the coordinator's `@SERVER` markers name them:
+/// `(input, server)` pairs. [`forget`] on the coordinator leaves those
+/// entries where they are; the caller says so.
+pub async fn routed_servers(client: &Client, input: Option<&str>) -> Result<Vec<(String, String)>> {
+    if !exists(client).await? {
+        return Ok(Vec::new());
+    }
+    let path = input.map(|i| {
+        std::fs::canonicalize(i).map_or_else(|_| i.to_owned(), |p| p.to_string_lossy().into_owned())
+    });
+    let rows = client
+        .query(
+            "SELECT DISTINCT input, substr(shard, 2) FROM pgtide.ledger \
+             WHERE shard LIKE '@%' AND ($1::text IS NULL OR input = $1) ORDER BY 1, 2",
+            &[&path],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
 async fn exists(client: &Client) -> Result<bool> {

@@ -315,8 +315,9 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     let columns = table.select(opts.columns.as_deref())?;
     // Sharded targets (issue 10): the client routes a partitioned table's
     // rows to its leaves (crate::shard) when it can; else on below.
-    // Not with --single-transaction: routing commits per server.
-    let routable = opts.resume.is_none() && opts.on_conflict.is_none() && !opts.single_transaction;
+    // Not with --single-transaction: routing commits per server. With
+    // --resume each server keeps its own ledger (sharded/resume.rs).
+    let routable = opts.on_conflict.is_none() && !opts.single_transaction;
     if table.kind == 'p' && routable {
         if let Ok(plan) = sharded::plan(target, opts, table, &columns).await? {
             let (v, skip) = (found.server_version.clone(), found.table_may_skip);

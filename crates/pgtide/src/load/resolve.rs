@@ -269,9 +269,9 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
     let mut on_client = false;
     if table.kind == 'p' {
         let routed = match sharded::plan(target, opts, table, &columns).await? {
-            _ if opts.resume.is_some() || opts.on_conflict.is_some() || opts.single_transaction => {
-                "through the parent table (--resume, --on-conflict and --single-transaction are \
-                 not routed on the client)"
+            _ if opts.on_conflict.is_some() || opts.single_transaction => {
+                "through the parent table (--on-conflict and --single-transaction are not \
+                 routed on the client)"
                     .to_owned()
             }
             Ok(plan) => {
@@ -293,8 +293,10 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
         .await?
         .get(0);
     let fresh;
+    // Routed on the client, each server keeps its own entries: the
+    // coordinator's ledger alone cannot say what is left.
     let resolving = match opts.resume {
-        Some(_) if !ledger_exists => {
+        Some(_) if !ledger_exists || on_client => {
             let mut o = opts.clone();
             o.resume = None;
             fresh = o;
@@ -382,6 +384,12 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
         );
     }
     match (&r.resume, opts.resume) {
+        (_, Some(_)) if on_client => x.say(
+            "resume",
+            "each server's part of a chunk records its byte range in that server's \
+             pgtide.ledger, in the part's transaction; a resumed run sends each server only \
+             the rows its ledger (or the coordinator's whole-range entries) does not hold",
+        ),
         (Some(resume), _) => x.say("resume", describe_resume(resume)),
         (None, Some(_)) => x.say(
             "resume",

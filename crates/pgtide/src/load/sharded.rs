@@ -26,6 +26,10 @@
 //! `--rejects`: a server's part refused for a row is done again with its
 //! bad rows isolated, in one transaction still (`rejects.rs`).
 //!
+//! `--resume`: each server's part records its byte range in that
+//! server's ledger, in the part's transaction, and a resumed run sends
+//! each server only the rows it lacks (`resume.rs`).
+//!
 //! Not here (the load falls back to the ordinary path, see
 //! [`eligible`]): `--truncate`, `HEADER MATCH`, methods other
 //! than COPY, a non-UTF-8 input or server encoding.
@@ -39,6 +43,7 @@ use copyfmt::fields::NullSpec;
 use copyfmt::scan::Dialect;
 
 mod rejects;
+mod resume;
 mod route;
 mod server;
 mod worker;
@@ -185,6 +190,8 @@ struct Shared {
     isolate: bool,
     max_rejects: Option<u64>,
     rejects: Mutex<Option<RejectFile>>,
+    /// `--resume`: what earlier runs committed, per server.
+    resume: Option<resume::ShardResume>,
 }
 
 impl Shared {
@@ -219,6 +226,8 @@ struct Ledger {
     failure: Option<Error>,
     failed_row: Option<RowFailure>,
     rejected: u64,
+    /// `--resume`: records earlier runs committed or rejected, skipped.
+    resumed: u64,
 }
 
 /// Loads `opts.inputs` into the partitioned `table` along `plan`.
@@ -344,9 +353,14 @@ pub async fn run(
     }
     // After every server answered: a load that cannot start leaves no
     // reject file behind.
-    let reject_file = match &opts.rejects {
-        Some(path) => Some(RejectFile::create(path, opts.overwrite_rejects)?),
-        None => None,
+    let resume = resume::prepare(opts, table, columns, &servers, &first_clients).await?;
+    let appended = resume
+        .as_ref()
+        .and_then(|r| Some((r.earlier.as_ref()?, r.resume.run.clone())));
+    let reject_file = match (&opts.rejects, appended) {
+        (Some(path), Some((earlier, run))) => Some(RejectFile::append(path, earlier, run)?),
+        (Some(path), _) => Some(RejectFile::create(path, opts.overwrite_rejects)?),
+        (None, _) => None,
     };
     let n_servers = servers.len();
     let shared = Arc::new(Shared {
@@ -369,6 +383,7 @@ pub async fn run(
         isolate: opts.rejects.is_some(),
         max_rejects: opts.max_rejects,
         rejects: Mutex::new(reject_file),
+        resume,
     });
     let (tx, rx) = async_channel::bounded::<Chunk>(1);
     let reader = {
@@ -437,7 +452,7 @@ pub async fn run(
             .map_err(|e| Error::bug(format!("a shard worker panicked: {e}")))?;
     }
     let rows_read = match reader.await {
-        Ok(Ok(rows)) => rows,
+        Ok(Ok(rows)) => rows.saturating_sub(shared.ledger.lock().unwrap().resumed),
         Ok(Err(e)) => {
             let mut l = shared.ledger.lock().unwrap();
             l.failure.get_or_insert(e);
@@ -491,7 +506,7 @@ pub async fn run(
         rows_loaded: ledger.rows_loaded,
         rows_rejected,
         rows_skipped_by_table: ledger.rows_skipped,
-        rows_resumed: 0,
+        rows_resumed: ledger.resumed,
         rejects_path: opts.rejects.as_ref().map(|p| p.display().to_string()),
         bytes: ledger.bytes,
         seconds: start.elapsed().as_secs_f64(),
@@ -517,6 +532,10 @@ pub async fn run(
             ),
         },
     };
+    if let Some(r) = &shared.resume {
+        let resuming = r.resume.entries > 0;
+        super::resume_notes(&r.resume, opts, resuming, &mut report);
+    }
     if report.failure.is_none() {
         report.failure = super::invariants::check_rows(
             report.rows_read,

@@ -158,6 +158,8 @@ pub(super) async fn isolate_part(
         .map_err(|e| name_server(e, label, None))?;
     let mut counts = Vec::new();
     let mut rejects = Vec::new();
+    // --resume: the records refused, kept out of the ledger's ranges.
+    let mut refused = Vec::new();
     for d in (0..s.dests.len()).filter(|&d| s.dests[d].server == i && !routed.bufs[d].is_empty()) {
         let records = &routed.records[d];
         let own = Chunk {
@@ -187,11 +189,21 @@ pub(super) async fn isolate_part(
             .into());
         }
         counts.push((d, sent, iso.loaded));
+        let base = chunk.first_byte;
+        refused.extend(iso.rejects.iter().filter_map(|r| {
+            let span = routed.spans[*records.get(r.at.record as usize)? as usize];
+            Some((base + span.start as u64, base + span.end as u64))
+        }));
         rejects.extend(
             iso.rejects
                 .into_iter()
                 .map(|r| placed(r, records, routed, chunk, s)),
         );
+    }
+    let recorded = super::server::record(s, client, i, routed, chunk, &refused, &counts).await;
+    if let Err(e) = recorded {
+        let _ = client.batch_execute("ROLLBACK").await;
+        return Err(name_server(e, label, None).into());
     }
     let counts = commit_part(s, client, i, &txid, chunk, counts).await?;
     Ok((counts, rejects))

@@ -5,6 +5,7 @@
 use copyfmt::fields::{split_record, Fields};
 use copyfmt::scan::{self, RecordSpan};
 
+use super::resume::Seen;
 use super::Shared;
 use crate::chunk::Chunk;
 use crate::failure::RowFailure;
@@ -22,9 +23,17 @@ pub(super) struct Routed {
     /// With `--rejects`: records whose line break does not fit the
     /// input's style, refused here with the server's reason, never sent.
     pub screened: Vec<Reject>,
+    /// `--resume`: records committed or rejected by earlier runs, not sent.
+    pub skipped: u64,
+    /// `--resume`: byte ranges (in the input) of the records rejected
+    /// before any server saw them (screened here, or by earlier runs):
+    /// no server's ledger range covers them.
+    pub excluded: Vec<(u64, u64)>,
 }
 
-pub(super) fn route_chunk(s: &Shared, chunk: &Chunk) -> Routed {
+/// Cuts `chunk` per destination; with `--resume`, records already done
+/// (for their server) are left out and counted.
+pub(super) fn route_chunk(s: &Shared, chunk: &Chunk) -> crate::error::Result<Routed> {
     let n = s.dests.len();
     let mut bufs = vec![Vec::new(); n];
     let mut records = vec![Vec::new(); n];
@@ -32,10 +41,30 @@ pub(super) fn route_chunk(s: &Shared, chunk: &Chunk) -> Routed {
     let mut fields = Fields::new();
     let mut scratch = Scratch::default();
     let mut screened = Vec::new();
+    let (mut skipped, mut excluded) = (0, Vec::new());
     for span in scan::records_with(&s.dialect, chunk.eol, &chunk.data) {
         let index = spans.len() as u64;
         spans.push(span);
+        let (a, b) = (
+            chunk.first_byte + span.start as u64,
+            chunk.first_byte + span.end as u64,
+        );
+        if let Some(r) = &s.resume {
+            match r.before_routing(&chunk.input, a, b)? {
+                Seen::Send => {}
+                Seen::Done => {
+                    skipped += 1;
+                    continue;
+                }
+                Seen::Rejected => {
+                    skipped += 1;
+                    excluded.push((a, b));
+                    continue;
+                }
+            }
+        }
         if let (Some(e), true) = (span.eol_error, s.isolate) {
+            excluded.push((a, b));
             screened.push(Reject {
                 at: RowFailure::line_ending(chunk, s.dialect.format, index, &span, e),
                 raw: chunk.data.slice(span.start..span.end),
@@ -51,15 +80,26 @@ pub(super) fn route_chunk(s: &Shared, chunk: &Chunk) -> Routed {
                 crate::shard::Dest::Coordinator => s.coordinator_dest,
             }
         };
+        if let Some(r) = &s.resume {
+            if !matches!(
+                r.on_server(s.dests[dest].server, &chunk.input, a, b)?,
+                Seen::Send
+            ) {
+                skipped += 1;
+                continue;
+            }
+        }
         bufs[dest].extend_from_slice(rec);
         records[dest].push(index);
     }
-    Routed {
+    Ok(Routed {
         bufs,
         records,
         spans,
         screened,
-    }
+        skipped,
+        excluded,
+    })
 }
 
 /// `ranges` (sorted by input and first line) with touching or overlapping

@@ -100,7 +100,30 @@ pub(super) async fn first_attempt(
         }
         counts.push((d, sent, got));
     }
+    if let Err(e) = record(s, client, i, routed, chunk, &[], &counts).await {
+        let _ = client.batch_execute("ROLLBACK").await;
+        return Err(part_error(e, label, chunk).into());
+    }
     commit_part(s, client, i, &txid, chunk, counts).await
+}
+
+/// `--resume`: server `i`'s ledger rows for its part of `chunk`, in the
+/// part's open transaction (nothing without `--resume`).
+pub(super) async fn record(
+    s: &Shared,
+    client: &Client,
+    i: usize,
+    routed: &Routed,
+    chunk: &Chunk,
+    rejected: &[(u64, u64)],
+    counts: &Counts,
+) -> Result<()> {
+    let Some(r) = &s.resume else {
+        return Ok(());
+    };
+    let rows = counts.iter().map(|c| c.2).sum();
+    let label = &s.servers[i].label;
+    super::resume::record_part(r, label, client, chunk, routed, rejected, rows).await
 }
 
 /// COMMITs server `i`'s part; a lost answer is settled by `txid_status`.

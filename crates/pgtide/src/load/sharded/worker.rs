@@ -50,7 +50,33 @@ pub(super) async fn worker(
             }
             break;
         }
-        let mut routed = route_chunk(s, &chunk);
+        let mut routed = match route_chunk(s, &chunk) {
+            Ok(r) => r,
+            Err(e) => {
+                s.ledger.lock().unwrap().failure.get_or_insert(e);
+                rx.close();
+                break;
+            }
+        };
+        if routed.skipped > 0 {
+            // Done by earlier runs: not read by this one.
+            s.progress
+                .rows_read
+                .fetch_sub(routed.skipped, std::sync::atomic::Ordering::Relaxed);
+            s.ledger.lock().unwrap().resumed += routed.skipped;
+            if routed.skipped == chunk.records {
+                // Nothing to send; the reject file still hears of the
+                // chunk (it writes chunks in order).
+                if let Some(file) = s.rejects.lock().unwrap().as_mut() {
+                    if let Err(e) = file.submit(chunk.seq, Vec::new()) {
+                        s.ledger.lock().unwrap().failure.get_or_insert(e);
+                        rx.close();
+                        break;
+                    }
+                }
+                continue;
+            }
+        }
         // Rows refused on the client count against --max-rejects as the
         // servers' do; past it, nothing of the chunk is sent.
         let mut may_reject = s.may_reject();
@@ -132,7 +158,7 @@ pub(super) async fn worker(
                     ));
                 }
                 if l.failure.is_none() {
-                    l.failure = Some(f.error);
+                    l.failure = Some(with_resume_hint(s, f.error));
                     l.failed_row = f.row;
                 }
                 drop(l);
@@ -142,4 +168,16 @@ pub(super) async fn worker(
         }
     }
     Ok(())
+}
+
+/// With `--resume`, a lost server is finished by running the same load
+/// again: each server's ledger says what it holds.
+fn with_resume_hint(s: &Shared, e: crate::error::Error) -> crate::error::Error {
+    if s.resume.is_none() || e.kind() != crate::error::ErrorKind::ConnectionLost {
+        return e;
+    }
+    e.with_hint(
+        "once every server is up, run the same command again (with --resume): each server \
+         gets only the rows its ledger does not hold, whatever --workers or --chunk-bytes",
+    )
 }
