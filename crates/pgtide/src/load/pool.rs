@@ -263,17 +263,8 @@ fn summarize(
     };
     // The reject file must hold what was counted: a row counted and not
     // written (or the reverse) would make the summary lie.
-    if let Some(file) = s.rejects.take() {
-        match file.finish() {
-            Ok(written) if written == counts.rejected => {}
-            Ok(written) => {
-                failure = failure.or(Some(Error::bug(format!(
-                    "the reject file holds {written} rows of this run, but {} were rejected",
-                    counts.rejected
-                ))))
-            }
-            Err(e) => failure = failure.or(Some(e)),
-        }
+    if let Some(Err(e)) = s.rejects.take().map(|f| f.finish_counted(counts.rejected)) {
+        failure = failure.or(Some(e));
     }
     Outcome {
         method,

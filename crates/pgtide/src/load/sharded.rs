@@ -55,7 +55,7 @@ use crate::chunk::{Chunk, Chunker};
 use crate::conn::{Env, Target};
 use crate::copyopts::{CopyFormat, Header};
 use crate::error::{Error, Result};
-use crate::progress::Progress;
+use crate::progress::{Counts, Progress};
 use crate::reject::RejectFile;
 use crate::shard::{remote, LeafRoute, Plan};
 use crate::source::Source;
@@ -195,25 +195,19 @@ struct Shared {
 }
 
 impl Shared {
-    /// `--max-rejects`' gate, as the main path's: true while one more
+    /// `--max-rejects`' gate, the main path's: true while one more
     /// rejected row is allowed (every row refused, on the client or by a
     /// server, passes through it once).
     fn may_reject(&self) -> impl FnMut() -> bool {
         let (progress, max) = (self.progress.clone(), self.max_rejects);
-        move || {
-            let before = progress
-                .rows_rejected
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            max.is_none_or(|m| before < m)
-        }
+        move || progress.claim_reject(max)
     }
 }
 
+/// What the shard workers record besides the counts (those are the
+/// load's `Progress`, its one ledger of counts, as on the main path).
 #[derive(Default)]
 struct Ledger {
-    rows_loaded: u64,
-    rows_skipped: u64,
-    bytes: u64,
     chunks: u64,
     per_dest: BTreeMap<usize, u64>,
     committed: Vec<LineRange>,
@@ -225,9 +219,6 @@ struct Ledger {
     partial: Vec<String>,
     failure: Option<Error>,
     failed_row: Option<RowFailure>,
-    rejected: u64,
-    /// `--resume`: records earlier runs committed or rejected, skipped.
-    resumed: u64,
 }
 
 /// Loads `opts.inputs` into the partitioned `table` along `plan`.
@@ -341,19 +332,27 @@ pub async fn run(
     } else {
         Framing::default()
     };
-    // Every server answers before anything is read or sent.
-    let mut first_clients = Vec::new();
-    for s in &servers {
-        first_clients.push(
-            s.target
-                .connect()
-                .await
-                .map_err(|e| unreachable(e, &s.label))?,
-        );
+    // Every worker's connection to every server is made before anything
+    // is read or sent: a server that does not answer then means nothing
+    // was loaded (a worker connecting later could meet a server lost
+    // mid-load, and its error would say so wrongly).
+    let mut all_clients = Vec::new();
+    for _ in 0..opts.workers.max(1) {
+        let mut clients = Vec::new();
+        for s in &servers {
+            clients.push(
+                s.target
+                    .connect()
+                    .await
+                    .map_err(|e| unreachable(e, &s.label))?,
+            );
+        }
+        all_clients.push(clients);
     }
+    let first_clients = &all_clients[0];
     // After every server answered: a load that cannot start leaves no
     // reject file behind.
-    let resume = resume::prepare(opts, table, columns, &servers, &first_clients).await?;
+    let resume = resume::prepare(opts, table, columns, &servers, first_clients).await?;
     let appended = resume
         .as_ref()
         .and_then(|r| Some((r.earlier.as_ref()?, r.resume.run.clone())));
@@ -433,11 +432,9 @@ pub async fn run(
         })
     };
     let mut workers = Vec::new();
-    let mut first = Some(first_clients);
-    for w in 0..opts.workers.max(1) {
+    for (w, clients) in all_clients.into_iter().enumerate() {
         let shared = shared.clone();
         let rx = rx.clone();
-        let clients = first.take();
         workers.push(tokio::spawn(async move {
             if let Err(e) = worker(&shared, rx.clone(), w, clients).await {
                 rx.close();
@@ -451,15 +448,14 @@ pub async fn run(
         w.await
             .map_err(|e| Error::bug(format!("a shard worker panicked: {e}")))?;
     }
-    let rows_read = match reader.await {
-        Ok(Ok(rows)) => rows.saturating_sub(shared.ledger.lock().unwrap().resumed),
+    match reader.await {
+        Ok(Ok(_)) => {}
         Ok(Err(e)) => {
-            let mut l = shared.ledger.lock().unwrap();
-            l.failure.get_or_insert(e);
-            Progress::get(&progress.rows_read)
+            shared.ledger.lock().unwrap().failure.get_or_insert(e);
         }
         Err(e) => return Err(Error::bug(format!("the reader panicked: {e}"))),
     };
+    let counts = Counts::of(&progress);
     let mut ledger = std::mem::take(&mut *shared.ledger.lock().unwrap());
     ledger
         .committed
@@ -491,24 +487,18 @@ pub async fn run(
             }
         })
         .collect();
-    // The reject file's own count is the rejected-row count of record.
-    let mut rows_rejected = ledger.rejected;
-    if let Some(file) = shared.rejects.lock().unwrap().take() {
-        match file.finish() {
-            Ok(written) => rows_rejected = written,
-            Err(e) => {
-                ledger.failure.get_or_insert(e);
-            }
-        }
+    let file = shared.rejects.lock().unwrap().take();
+    if let Some(Err(e)) = file.map(|f| f.finish_counted(counts.rejected)) {
+        ledger.failure.get_or_insert(e);
     }
     let mut report = Report {
-        rows_read,
-        rows_loaded: ledger.rows_loaded,
-        rows_rejected,
-        rows_skipped_by_table: ledger.rows_skipped,
-        rows_resumed: ledger.resumed,
+        rows_read: counts.read,
+        rows_loaded: counts.loaded,
+        rows_rejected: counts.rejected,
+        rows_skipped_by_table: counts.skipped_by_table,
+        rows_resumed: counts.resumed,
         rejects_path: opts.rejects.as_ref().map(|p| p.display().to_string()),
-        bytes: ledger.bytes,
+        bytes: counts.bytes,
         seconds: start.elapsed().as_secs_f64(),
         workers: opts.workers,
         method: opts.method.name(),

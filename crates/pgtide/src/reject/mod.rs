@@ -269,6 +269,18 @@ impl RejectFile {
         self.log.flush().map_err(|e| self.io_error(e))
     }
 
+    /// [`RejectFile::finish`], and the file must hold the `counted` rows
+    /// the load's summary will state: a row counted and not written (or
+    /// the reverse) would make the summary lie, so that is a bug.
+    pub fn finish_counted(self, counted: u64) -> Result<()> {
+        match self.finish()? {
+            written if written == counted => Ok(()),
+            written => Err(Error::bug(format!(
+                "the reject file holds {written} rows of this run, but {counted} were rejected"
+            ))),
+        }
+    }
+
     /// Writes whatever is still waiting (chunks after a gap left by a
     /// stopped load), the trailer, and flushes.
     pub fn finish(mut self) -> Result<u64> {

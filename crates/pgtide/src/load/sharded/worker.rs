@@ -8,7 +8,7 @@ use tokio_postgres::Client;
 
 use super::rejects::load_part;
 use super::route::route_chunk;
-use super::{unreachable, Shared};
+use super::Shared;
 use crate::chunk::Chunk;
 use crate::error::Result;
 use crate::load::row_error::line_ending_error;
@@ -16,27 +16,14 @@ use crate::load::LineRange;
 use crate::progress::Progress;
 use crate::reject::isolate::reject_limit;
 
+/// Loads chunks from `rx` over `clients` (one per server, connected before
+/// the load started) until the channel closes or the load fails.
 pub(super) async fn worker(
     s: &Shared,
     rx: Receiver<Chunk>,
     w: usize,
-    clients: Option<Vec<Client>>,
+    clients: Vec<Client>,
 ) -> Result<()> {
-    let clients = match clients {
-        Some(c) => c,
-        None => {
-            let mut c = Vec::new();
-            for srv in &s.servers {
-                c.push(
-                    srv.target
-                        .connect()
-                        .await
-                        .map_err(|e| unreachable(e, &srv.label))?,
-                );
-            }
-            c
-        }
-    };
     while let Ok(chunk) = rx.recv().await {
         if s.ledger.lock().unwrap().failure.is_some() {
             break;
@@ -63,7 +50,7 @@ pub(super) async fn worker(
             s.progress
                 .rows_read
                 .fetch_sub(routed.skipped, std::sync::atomic::Ordering::Relaxed);
-            s.ledger.lock().unwrap().resumed += routed.skipped;
+            Progress::add(&s.progress.rows_resumed, routed.skipped);
             if routed.skipped == chunk.records {
                 // Nothing to send; the reject file still hears of the
                 // chunk (it writes chunks in order).
@@ -116,9 +103,8 @@ pub(super) async fn worker(
                     rejects.extend(part.rejects);
                     for (d, sent, got) in part.counts {
                         *l.per_dest.entry(d).or_default() += got;
-                        l.rows_loaded += got;
-                        l.rows_skipped += sent - got;
                         Progress::add(&s.progress.rows_loaded, got);
+                        Progress::add(&s.progress.rows_skipped_by_table, sent - got);
                         if let Some(c) = s.progress.worker_rows.get(w) {
                             Progress::add(c, got);
                         }
@@ -135,7 +121,7 @@ pub(super) async fn worker(
             }
         }
         rejects.sort_by_key(|r| r.at.record);
-        l.rejected += rejects.len() as u64;
+        Progress::add(&s.progress.rows_rejected, rejects.len() as u64);
         if let Some(file) = s.rejects.lock().unwrap().as_mut() {
             if let Err(e) = file.submit(chunk.seq, rejects) {
                 failed.get_or_insert(e.into());
@@ -144,7 +130,7 @@ pub(super) async fn worker(
         match failed {
             None => {
                 l.chunks += 1;
-                l.bytes += chunk.data.len() as u64;
+                Progress::add(&s.progress.bytes_loaded, chunk.data.len() as u64);
                 l.committed.push(range);
             }
             Some(f) => {
