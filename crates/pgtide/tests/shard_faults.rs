@@ -316,8 +316,6 @@ async fn a_shard_that_is_down_before_the_load_is_named_and_nothing_is_loaded() {
 async fn a_shard_that_goes_down_mid_load_leaves_every_committed_range_listed() {
     let db = Db::start().await;
     let (shards, remote) = support::shard_server(&db).await;
-    let pg_ctl = shards.bin().tool("pg_ctl");
-    let data = shards.data_dir().to_owned();
     setup(&db, &remote).await;
     // The shard stops itself (immediate: no goodbye to the sessions)
     // when row `stop_at` arrives, and holds that row until it is gone.
@@ -334,21 +332,7 @@ async fn a_shard_that_goes_down_mid_load_leaves_every_committed_range_listed() {
         .get(0);
     let table = format!("r{leaf}");
     remote
-        .batch_execute(&format!(
-            "CREATE FUNCTION stop_here() RETURNS trigger LANGUAGE plpgsql AS $$
-             BEGIN
-                 IF NEW.n = {stop_at} THEN
-                     COPY (SELECT 1) TO PROGRAM
-                         'sh -c \"{} stop -m immediate -D {}\" </dev/null >/dev/null 2>&1 &';
-                     PERFORM pg_sleep(120);
-                 END IF;
-                 RETURN NEW;
-             END $$;
-             CREATE TRIGGER stop_here BEFORE INSERT ON {table}
-                 FOR EACH ROW EXECUTE FUNCTION stop_here();",
-            pg_ctl.display(),
-            data.display()
-        ))
+        .batch_execute(&support::stop_trigger_sql(&shards, &table, stop_at))
         .await
         .unwrap();
     drop(remote);

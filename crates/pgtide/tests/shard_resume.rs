@@ -98,8 +98,6 @@ async fn same_as_clean(db: &Db, path: &str) {
 /// when the first key from 2900 on that routes to it arrives, holding
 /// that row until it is gone.
 async fn arm_stop(db: &Db, remote: &Client, shards: &pgtide::cluster::Cluster) {
-    let pg_ctl = shards.bin().tool("pg_ctl");
-    let data = shards.data_dir().to_owned();
     let stop_at: i32 = db
         .client
         .query_one(
@@ -112,21 +110,7 @@ async fn arm_stop(db: &Db, remote: &Client, shards: &pgtide::cluster::Cluster) {
         .get(0);
     for t in ["r2", "r3"] {
         remote
-            .batch_execute(&format!(
-                "CREATE OR REPLACE FUNCTION stop_here() RETURNS trigger LANGUAGE plpgsql AS $$
-                 BEGIN
-                     IF NEW.n = {stop_at} THEN
-                         COPY (SELECT 1) TO PROGRAM
-                             'cat >/dev/null; sh -c \"{} stop -m immediate -D {}\" </dev/null >/dev/null 2>&1 &';
-                         PERFORM pg_sleep(120);
-                     END IF;
-                     RETURN NEW;
-                 END $$;
-                 CREATE TRIGGER stop_here BEFORE INSERT ON {t}
-                     FOR EACH ROW EXECUTE FUNCTION stop_here();",
-                pg_ctl.display(),
-                data.display()
-            ))
+            .batch_execute(&support::stop_trigger_sql(shards, t, stop_at))
             .await
             .unwrap();
     }

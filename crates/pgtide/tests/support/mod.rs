@@ -329,3 +329,26 @@ pub async fn shard_server(db: &Db) -> (Cluster, Client) {
         .unwrap();
     (cluster, client)
 }
+
+/// SQL for `cluster` that makes it stop itself (immediate: no goodbye to
+/// its sessions) when a row with `n = stop_at` is inserted into `table`,
+/// holding that row until the server is gone. The program reads its input
+/// first: a program that exits before COPY has written its row makes
+/// COPY fail with a broken pipe, and the row is refused instead.
+pub fn stop_trigger_sql(cluster: &Cluster, table: &str, stop_at: i32) -> String {
+    format!(
+        "CREATE OR REPLACE FUNCTION stop_here() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+             IF NEW.n = {stop_at} THEN
+                 COPY (SELECT 1) TO PROGRAM
+                     'cat >/dev/null; sh -c \"{} stop -m immediate -D {}\" </dev/null >/dev/null 2>&1 &';
+                 PERFORM pg_sleep(120);
+             END IF;
+             RETURN NEW;
+         END $$;
+         CREATE TRIGGER stop_here BEFORE INSERT ON {table}
+             FOR EACH ROW EXECUTE FUNCTION stop_here();",
+        cluster.bin().tool("pg_ctl").display(),
+        cluster.data_dir().display()
+    )
+}
