@@ -25,6 +25,7 @@
 
 mod attempts;
 mod lenient;
+mod nested;
 mod staging;
 
 use std::sync::Arc;
@@ -156,6 +157,10 @@ pub struct Loader {
     pending: Pending,
     /// The savepoint the last attempt on the wire left open.
     open: attempts::Open,
+    /// `--single-transaction --rejects`: the counts of the load's
+    /// transaction from before the savepoint [`Loader::enter_chunk`]
+    /// opened, kept apart so that undoing the chunk undoes only its own.
+    outer: Option<Pending>,
     /// The connection's stream for `pipeline`'s protocol path
     /// (`load/wire.rs`); without it, `pipeline` goes through tokio-postgres.
     wire: Option<crate::conn::Wire>,
@@ -178,6 +183,15 @@ struct Pending {
     skipped_by_table: u64,
     bug: Option<Error>,
     merged: Merged,
+}
+
+impl Pending {
+    /// Adds the counts of a savepoint released inside this transaction.
+    fn absorb(&mut self, inner: Pending) {
+        self.skipped_by_table += inner.skipped_by_table;
+        self.bug = self.bug.take().or(inner.bug);
+        self.merged.add(inner.merged);
+    }
 }
 
 /// A batch whose `COMMIT` got no answer.
@@ -208,6 +222,7 @@ impl Loader {
             mark: None,
             pending: Pending::default(),
             open: attempts::Open::default(),
+            outer: None,
             wire: None,
             stage_ready: false,
             staged: None,

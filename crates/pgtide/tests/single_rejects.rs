@@ -1,0 +1,162 @@
+//! `--single-transaction --rejects` (issue 9 part 3): bad rows are set
+//! aside under savepoints inside the load's one transaction, which still
+//! commits once at the end; a fatal error (or `--max-rejects` exceeded)
+//! rolls everything back, and the reject file keeps the rows found bad.
+
+mod support;
+
+use std::sync::Arc;
+
+use pgtide::load::{self, LoadOptions, Report};
+use pgtide::progress::Progress;
+use support::Db;
+
+/// `n` good rows (`id,n,s`) with ids from 1.
+fn good(n: usize) -> Vec<String> {
+    (1..=n).map(|i| format!("{i},{},v{i}", i % 97)).collect()
+}
+
+fn options(db: &Db, lines: &[String], t: &str) -> (LoadOptions, std::path::PathBuf) {
+    let mut data = lines.join("\n");
+    data.push('\n');
+    let mut o = db.csv_options(data.as_bytes(), t);
+    o.single_transaction = true;
+    o.truncate = true;
+    o.chunk_bytes = 4096;
+    let rejects = std::path::Path::new(&o.inputs[0]).with_extension("rejects");
+    o.rejects = Some(rejects.clone());
+    (o, rejects)
+}
+
+async fn run(db: &Db, o: &LoadOptions) -> Report {
+    load::run(&db.target, o, Arc::new(Progress::new(1)))
+        .await
+        .unwrap()
+}
+
+async fn count(db: &Db, t: &str) -> i64 {
+    let sql = format!("SELECT count(*) FROM {t}");
+    db.client.query_one(&sql, &[]).await.unwrap().get(0)
+}
+
+async fn table(db: &Db, t: &str) {
+    let sql = format!(
+        "CREATE TABLE {t} (id int PRIMARY KEY, n int NOT NULL, s text);
+         INSERT INTO {t} VALUES (-1, 0, 'old');"
+    );
+    db.client.batch_execute(&sql).await.unwrap();
+}
+
+/// Bad rows of every kind, in the first, a middle and the last chunk.
+fn dirty() -> (Vec<String>, Vec<(usize, &'static str, String)>) {
+    let mut lines = good(3000);
+    // (line index, SQLSTATE, the row)
+    let bad: Vec<(usize, &str, String)> = vec![
+        (2, "22P02", "x,1,type".to_owned()),
+        (40, "23502", "40001,,null".to_owned()),
+        (1500, "23505", "7,1,duplicate of 7".to_owned()),
+        (1501, "22P04", "1501001,1".to_owned()),
+        (1502, "22P04", "1502001,1,a,extra".to_owned()),
+        (2998, "22003", "99999999999,1,range".to_owned()),
+        (
+            3006,
+            "23505",
+            "3000,1,duplicate of the last good".to_owned(),
+        ),
+    ];
+    for (at, _, row) in &bad {
+        lines.insert(*at, row.clone());
+    }
+    (lines, bad)
+}
+
+#[tokio::test]
+async fn bad_rows_anywhere_are_rejected_and_the_rest_commits_once() {
+    let db = Db::start().await;
+    table(&db, "sr").await;
+    let (lines, bad) = dirty();
+    let (o, rejects) = options(&db, &lines, "sr");
+    let r = run(&db, &o).await;
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert!(r.single_transaction);
+    assert_eq!(r.rows_read, lines.len() as u64);
+    assert_eq!((r.rows_loaded, r.rows_rejected), (3000, bad.len() as u64));
+    assert_eq!(r.rows_read, r.rows_loaded + r.rows_rejected);
+    assert!(!r.freeze.used);
+    let why = r.freeze.reason.as_deref().unwrap();
+    assert!(why.starts_with("--rejects"), "{why}");
+    assert_eq!(
+        count(&db, "sr").await,
+        3000,
+        "truncated, then the good rows"
+    );
+    // Every bad row, in input order, with its line and the server's reason.
+    let file = std::fs::read_to_string(&rejects).unwrap();
+    let expected: Vec<&str> = bad.iter().map(|(_, _, row)| row.as_str()).collect();
+    assert_eq!(file.lines().collect::<Vec<_>>(), expected);
+    let log = std::fs::read_to_string(pgtide::reject::log_path(&rejects)).unwrap();
+    for ((at, code, _), line) in bad.iter().zip(log.lines()) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["line"].as_u64(), Some(*at as u64 + 1), "{line}");
+        assert_eq!(v["sqlstate"].as_str(), Some(*code), "{line}");
+        assert!(!v["message"].as_str().unwrap().is_empty(), "{line}");
+    }
+}
+
+#[tokio::test]
+async fn a_fatal_error_rolls_back_everything_and_the_rejects_stay() {
+    let db = Db::start().await;
+    table(&db, "sf").await;
+    let (mut lines, _) = dirty();
+    // A row no reject can fix: the table's own trigger raises a class
+    // that is not a row's fault (an internal error) at the last chunk.
+    lines.push("424242,1,boom".to_owned());
+    db.client
+        .batch_execute(
+            "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+               IF NEW.id = 424242 THEN RAISE EXCEPTION 'boom' USING ERRCODE = 'XX000'; END IF;
+               RETURN NEW;
+             END $$;
+             CREATE TRIGGER boom BEFORE INSERT ON sf FOR EACH ROW EXECUTE FUNCTION boom();",
+        )
+        .await
+        .unwrap();
+    let (o, rejects) = options(&db, &lines, "sf");
+    let r = run(&db, &o).await;
+    let e = r.failure.expect("the fatal error stops the load");
+    assert!(e.hint().unwrap().contains("nothing was committed"), "{e}");
+    assert_eq!(r.rows_loaded, 0);
+    assert!(r.committed.is_empty(), "{:?}", r.committed);
+    assert!(
+        r.notes.iter().any(|n| n.contains("rolled back whole")),
+        "{:?}",
+        r.notes
+    );
+    assert_eq!(count(&db, "sf").await, 1, "not truncated, nothing added");
+    // The rows found bad before the stop are kept, to be fixed.
+    let kept = std::fs::read_to_string(&rejects).unwrap();
+    assert!(kept.starts_with("x,1,type\n"), "{kept}");
+}
+
+#[tokio::test]
+async fn max_rejects_exceeded_rolls_back_everything() {
+    let db = Db::start().await;
+    table(&db, "sm").await;
+    let (lines, _) = dirty();
+    let (mut o, _) = options(&db, &lines, "sm");
+    o.max_rejects = Some(3);
+    let r = run(&db, &o).await;
+    let e = r.failure.expect("more than 3 bad rows");
+    assert_eq!(e.kind(), pgtide::ErrorKind::RejectLimit, "{e}");
+    assert!(e.hint().unwrap().contains("nothing was committed"), "{e}");
+    assert_eq!(r.rows_loaded, 0);
+    assert_eq!(count(&db, "sm").await, 1, "not truncated, nothing added");
+    // Within the limit, the same file loads.
+    let (mut o, _) = options(&db, &lines, "sm");
+    o.max_rejects = Some(7);
+    let r = run(&db, &o).await;
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!((r.rows_loaded, r.rows_rejected), (3000, 7));
+    assert_eq!(count(&db, "sm").await, 3000);
+}
