@@ -317,13 +317,19 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
     );
     x.say(
         "transactions",
-        match opts.single_transaction {
-            true => {
+        match (opts.single_transaction, opts.rejects.is_some()) {
+            (true, false) => {
                 "one for the whole load, on one connection (--single-transaction): \
                      committed at the end only if every row loaded; any failure rolls \
                      everything back, the TRUNCATE and CREATE too"
             }
-            false => {
+            (true, true) => {
+                "one for the whole load, on one connection (--single-transaction): each \
+                     chunk under a savepoint, bad rows set aside (--rejects) and the rest \
+                     committed once at the end; a fatal error, Ctrl-C or --max-rejects \
+                     exceeded rolls everything back, the TRUNCATE and CREATE too"
+            }
+            (false, _) => {
                 "one per chunk (BEGIN, the rows, COMMIT): a failed chunk stops the load, \
                       and the summary lists the committed line ranges"
             }
