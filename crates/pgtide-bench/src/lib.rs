@@ -18,7 +18,8 @@
 //!   loading in a loop), [`markdown`] and [`chart`] (reports);
 //! - the scenarios, one file each, which never import each other:
 //!   [`load`], [`concurrent`], [`parallel`], [`export`], [`copy`],
-//!   [`fdw`], [`methods`], [`rejects`], [`shards`].
+//!   [`fdw`], [`methods`], [`rejects`], [`shards`], [`upsert`], [`indexes`],
+//!   [`freeze`].
 
 #![deny(missing_docs)]
 
@@ -30,6 +31,7 @@ pub mod copy;
 pub mod datasets;
 pub mod export;
 pub mod fdw;
+pub mod freeze;
 pub mod indexes;
 pub mod load;
 pub mod markdown;
