@@ -76,6 +76,19 @@ async fn bad_rows_anywhere_are_rejected_and_the_rest_commits_once() {
     table(&db, "sr").await;
     let (lines, bad) = dirty();
     let (o, rejects) = options(&db, &lines, "sr");
+    // --explain says how, and why no FREEZE, before anything is written.
+    let x = load::explain(&db.target, &o).await.unwrap();
+    let line = |what: &str| {
+        let found = x.lines.iter().find(|(w, _)| w == what);
+        found.map(|(_, d)| d.clone()).unwrap()
+    };
+    assert!(
+        line("freeze").starts_with("no: --rejects"),
+        "{}",
+        line("freeze")
+    );
+    assert!(line("rejects").contains("savepoint"), "{}", line("rejects"));
+    assert!(line("transactions").contains("savepoint"));
     let r = run(&db, &o).await;
     assert!(r.failure.is_none(), "{:?}", r.failure);
     assert!(r.single_transaction);
@@ -159,4 +172,50 @@ async fn max_rejects_exceeded_rolls_back_everything() {
     assert!(r.failure.is_none(), "{:?}", r.failure);
     assert_eq!((r.rows_loaded, r.rows_rejected), (3000, 7));
     assert_eq!(count(&db, "sm").await, 3000);
+}
+
+#[tokio::test]
+async fn upserts_and_stray_carriage_returns_are_isolated_in_the_one_transaction() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute(
+            "CREATE TABLE su (id int PRIMARY KEY, n int NOT NULL, s text);
+             INSERT INTO su SELECT g, 0, 'old' FROM generate_series(1, 1000) g;",
+        )
+        .await
+        .unwrap();
+    // Ids 501..2500 (half update, half insert) and two bad rows.
+    let mut lines: Vec<String> = (501..=2500)
+        .map(|i| format!("{i},{},v{i}", i % 97))
+        .collect();
+    lines.insert(700, "x,1,type".to_owned());
+    lines.insert(1800, "9000,,null".to_owned());
+    let (mut o, rejects) = options(&db, &lines, "su");
+    o.truncate = false;
+    o.on_conflict = Some(load::upsert::OnConflict::Update);
+    let r = run(&db, &o).await;
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!((r.rows_loaded, r.rows_rejected), (2000, 2));
+    let u = r.upsert.as_ref().unwrap();
+    assert_eq!((u.inserted, u.updated), (1500, 500));
+    assert_eq!(count(&db, "su").await, 2500);
+    let file = std::fs::read_to_string(&rejects).unwrap();
+    assert_eq!(file, "x,1,type\n9000,,null\n");
+
+    // A row whose line break does not fit the file's (\r\n in a \n file)
+    // is never sent whole: rejected with the server's reason, in place.
+    db.client
+        .batch_execute("CREATE TABLE sc (id int PRIMARY KEY, n int NOT NULL, s text)")
+        .await
+        .unwrap();
+    let mut lines = good(2000);
+    lines[999] = "1000,1,cr\r".to_owned();
+    let (o, rejects) = options(&db, &lines, "sc");
+    let r = run(&db, &o).await;
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!((r.rows_loaded, r.rows_rejected), (1999, 1));
+    assert_eq!(count(&db, "sc").await, 1999);
+    let log = std::fs::read_to_string(pgtide::reject::log_path(&rejects)).unwrap();
+    let v: serde_json::Value = serde_json::from_str(log.trim()).unwrap();
+    assert_eq!(v["line"].as_u64(), Some(1000), "{log}");
 }

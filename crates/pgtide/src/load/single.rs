@@ -428,8 +428,8 @@ const ROLLED_BACK: &str = "--single-transaction: nothing was committed, the tabl
 /// chunk's own hint speaks of committed lines and `--rejects`).
 const ROW_ROLLED_BACK: &str = "--single-transaction: nothing was committed, the table is as it \
                                was before the load (not truncated); fix this row and run the \
-                               load again, or load without --single-transaction and with \
-                               --rejects FILE to set bad rows aside";
+                               load again, or add --rejects FILE to set bad rows aside (the \
+                               rest still commits as one transaction, without COPY FREEZE)";
 
 /// The hint of a load rolled back because `--max-rejects` was exceeded.
 const REJECT_LIMIT: &str = "--single-transaction: nothing was committed, the table is as it was \
