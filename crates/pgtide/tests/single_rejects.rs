@@ -219,3 +219,33 @@ async fn upserts_and_stray_carriage_returns_are_isolated_in_the_one_transaction(
     let v: serde_json::Value = serde_json::from_str(log.trim()).unwrap();
     assert_eq!(v["line"].as_u64(), Some(1000), "{log}");
 }
+
+#[tokio::test]
+async fn every_method_isolates_inside_the_one_transaction() {
+    let db = Db::start().await;
+    let mut lines = good(1500);
+    lines.insert(3, "x,1,type".to_owned());
+    lines.insert(800, "800001,,null".to_owned());
+    lines.push("5,1,duplicate".to_owned());
+    for (n, m) in [
+        load::Method::Binary,
+        load::Method::Pipeline,
+        load::Method::Values,
+        load::Method::Insert,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let t = format!("sm{n}");
+        table(&db, &t).await;
+        let (mut o, rejects) = options(&db, &lines, &t);
+        o.method = m;
+        let r = run(&db, &o).await;
+        let what = m.name();
+        assert!(r.failure.is_none(), "{what}: {:?}", r.failure);
+        assert_eq!((r.rows_loaded, r.rows_rejected), (1500, 3), "{what}");
+        assert_eq!(count(&db, &t).await, 1500, "{what}");
+        let file = std::fs::read_to_string(&rejects).unwrap();
+        assert_eq!(file, "x,1,type\n800001,,null\n5,1,duplicate\n", "{what}");
+    }
+}

@@ -129,6 +129,10 @@ pub(super) struct MethodState {
     /// `binary`: encoders for this connection's session, once known
     /// (`None` inside: this session needs text COPY).
     pub encoders: Option<Option<Arc<Vec<Encoder>>>>,
+    /// The savepoint the statements run under (an isolation attempt):
+    /// `values` rolls back to it, not the whole transaction, to find a
+    /// bad row.
+    pub savepoint: Option<&'static str>,
 }
 
 /// One connection loading batches with one method.
@@ -439,7 +443,8 @@ impl Loader {
                 let client = &self.client;
                 match (spec.method, self.wire.as_ref()) {
                     (Method::Values, _) => {
-                        values::load(client, &spec, &mut state.statements, batch).await
+                        let savepoint = state.savepoint;
+                        values::load(client, &spec, &mut state.statements, batch, savepoint).await
                     }
                     (Method::Pipeline, Some(wire)) => {
                         wire::rows(client, wire, &spec, &mut state.wire, batch).await

@@ -105,7 +105,10 @@ impl Loader {
             .batch_execute("SAVEPOINT pgtide_attempt")
             .await
             .map_err(BatchError::plain)?;
-        match self.run(batch).await {
+        self.state.savepoint = Some("pgtide_attempt");
+        let result = self.run(batch).await;
+        self.state.savepoint = None;
+        match result {
             Ok(rows) => {
                 let on_error = self.skipped.len() as u64;
                 self.count_attempt(batch, rows, on_error);
