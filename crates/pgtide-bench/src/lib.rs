@@ -22,7 +22,7 @@
 //! - the scenarios, one file each, which never import each other:
 //!   [`load`], [`concurrent`], [`parallel`], [`export`], [`copy`],
 //!   [`fdw`], [`methods`], [`rejects`], [`shards`], [`upsert`],
-//!   [`indexes`].
+//!   [`indexes`], [`freeze`].
 //!
 //! A new scenario is one file here: a struct of what to run (sizes,
 //! `runs`, worker counts, `dir`) implementing [`Scenario`], whose `run` is
@@ -41,6 +41,7 @@ pub mod copy;
 pub mod datasets;
 pub mod export;
 pub mod fdw;
+pub mod freeze;
 pub mod indexes;
 pub mod load;
 pub mod markdown;

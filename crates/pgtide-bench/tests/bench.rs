@@ -30,6 +30,7 @@ async fn every_scenario_is_well_formed_at_tiny_sizes() {
     rejects_scenario(&target, dir.path()).await;
     upsert_scenario(&target, dir.path()).await;
     indexes_scenario(&target, dir.path()).await;
+    freeze_scenario(&target, dir.path()).await;
     concurrent_scenario(&target, dir.path()).await;
     parallel_scenario(&target, dir.path()).await;
     export_scenario(&target, dir.path()).await;
@@ -133,6 +134,31 @@ async fn indexes_scenario(target: &Target, dir: &Path) {
     ];
     assert_contenders(&results, &["2 workers"], &contenders);
     assert_all_ran(&results);
+}
+
+async fn freeze_scenario(target: &Target, dir: &Path) {
+    use pgtide_bench::freeze::{self, FreezeBench};
+    let spec = FreezeBench {
+        rows: 3000,
+        runs: 1,
+        dir: dir.to_owned(),
+    };
+    let results = freeze::run(target, &spec, |_| {})
+        .await
+        .expect("bench freeze runs");
+    let contenders = [
+        freeze::PLAIN,
+        freeze::VACUUM_PLAIN,
+        freeze::TOTAL_PLAIN,
+        freeze::FROZEN,
+        freeze::VACUUM_FROZEN,
+        freeze::TOTAL_FROZEN,
+    ];
+    assert_contenders(&results, &["1 worker"], &contenders);
+    for m in &results {
+        assert_eq!(m.skipped, None, "{m:?}");
+        assert!(m.median().is_finite(), "{m:?}");
+    }
 }
 
 async fn concurrent_scenario(target: &Target, dir: &Path) {

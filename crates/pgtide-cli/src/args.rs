@@ -279,11 +279,16 @@ pub struct LoadArgs {
 
     /// The whole load is one transaction on one connection: all or
     /// nothing. Any failure (a bad row, a lost connection, Ctrl-C) rolls
-    /// everything back, a --truncate included. With --truncate (or
+    /// everything back, a --truncate included; a COMMIT whose answer is
+    /// lost is settled by asking the server. With --truncate (or
     /// --create) the rows are sent by COPY .. FREEZE: written frozen, so no
-    /// VACUUM rewrites them later. Not with --workers above 1, --resume or
-    /// --rejects (refused with a hint).
+    /// VACUUM rewrites them later. With --rejects, bad rows are set aside
+    /// under savepoints and the rest commits once at the end (no FREEZE
+    /// then; --max-rejects exceeded rolls everything back). Not with
+    /// --workers above 1 or --resume (refused with a hint).
     /// Example: pgtide load day.csv --table t --truncate --single-transaction
+    /// Example: pgtide load day.csv --table t --single-transaction --rejects
+    /// day.rejects
     #[arg(long)]
     pub single_transaction: bool,
 
@@ -425,7 +430,10 @@ Fast paths:
   --single-transaction  one transaction for the whole load (one connection):
             committed at the end or not at all; with --truncate or --create
             the rows go by COPY .. FREEZE. The summary and --explain say
-            whether FREEZE was used, and why not when it was not.
+            whether FREEZE was used, and why not when it was not. With
+            --rejects, bad rows are set aside under savepoints (no FREEZE)
+            and the rest still commits once; a rollback keeps the reject
+            file, but nothing of the input is in the table.
   --defer-indexes       secondary indexes dropped before, rebuilt after.
   --defer-constraints   PRIMARY KEY/UNIQUE too (duplicates fail at the end).
 

@@ -142,3 +142,62 @@ fn sigint_rolls_a_single_transaction_back_whole() {
         "the TRUNCATE was rolled back with the rows"
     );
 }
+
+/// `--single-transaction --rejects`: Ctrl-C still rolls everything back;
+/// the reject file keeps the rows found bad before it, and the error
+/// says that nothing was committed.
+#[test]
+fn sigint_rolls_a_single_transaction_with_rejects_back_and_keeps_the_rejects() {
+    let c = cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("big.csv");
+    let rejects = dir.path().join("big.rejects");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&input).unwrap());
+    writeln!(f, "x,a bad id in the first chunk").unwrap();
+    for id in 1..=2_000_000u64 {
+        writeln!(f, "{id},row number {id} with some padding text").unwrap();
+    }
+    f.flush().unwrap();
+    drop(f);
+    psql(
+        &c,
+        "DROP TABLE IF EXISTS tr; CREATE TABLE tr (id int, v text); \
+         INSERT INTO tr VALUES (-1, 'a')",
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_pgtide"))
+        .args(["load", input.to_str().unwrap(), "--table", "tr"])
+        .args(["--format", "csv", "--truncate", "--single-transaction"])
+        .args(["--rejects", rejects.to_str().unwrap()])
+        .args(["--chunk-bytes", "65536", "--json", "--db", &c.conninfo()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until chunks are COPYed under their savepoints, then interrupt.
+    let start = Instant::now();
+    while psql(
+        &c,
+        "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SAVEPOINT pgtide_attempt; COPY %'",
+    ) == "0"
+    {
+        assert!(start.elapsed() < Duration::from_secs(60), "no COPY seen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("nothing was committed"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    assert_eq!(v["rows_loaded"].as_u64(), Some(0), "{v}");
+    assert_eq!(v["rows_rejected"].as_u64(), Some(1), "{v}");
+    assert_eq!(psql(&c, "SELECT string_agg(id::text, ',') FROM tr"), "-1");
+    let kept = std::fs::read_to_string(&rejects).unwrap();
+    assert_eq!(kept, "x,a bad id in the first chunk\n");
+}

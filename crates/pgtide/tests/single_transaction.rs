@@ -1,7 +1,9 @@
 //! `--single-transaction` and COPY FREEZE (issue 9 part 3): all or
 //! nothing, the TRUNCATE inside the transaction, FREEZE used when the
 //! table was emptied or created in it (and the rows really frozen), not
-//! used with the reason said, and the combinations refused.
+//! used with the reason said, and the combinations refused (a lost
+//! COMMIT answer: tests/single_commit_lost.rs; --rejects:
+//! tests/single_rejects.rs).
 
 mod support;
 
@@ -240,13 +242,11 @@ async fn incompatible_options_are_refused_before_anything_is_written() {
         .await
         .unwrap();
     type Set = fn(&mut LoadOptions);
-    let cases: [(&str, Set); 3] = [
+    // --rejects is allowed (tests/single_rejects.rs).
+    let cases: [(&str, Set); 2] = [
         ("--workers 3", |o| o.workers = 3),
         ("--resume", |o| {
             o.resume = Some(load::ledger::ResumeMode::Edges)
-        }),
-        ("--rejects", |o| {
-            o.rejects = Some(std::env::temp_dir().join("pgtide-st-rejects.csv"))
         }),
     ];
     for (what, set) in cases {

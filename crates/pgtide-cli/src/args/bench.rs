@@ -63,6 +63,22 @@ pub enum BenchScenario {
     /// Issue 9: a large load into a table with three secondary indexes,
     /// maintained row by row or --defer-indexes, next to no indexes.
     Indexes(BenchIndexesArgs),
+    /// Issue 9: a --truncate load against --truncate --single-transaction
+    /// (COPY FREEZE), one worker each, and the VACUUM (FREEZE) after each.
+    Freeze(BenchFreezeArgs),
+}
+
+/// `pgtide bench freeze ...`
+#[derive(Debug, Args)]
+pub struct BenchFreezeArgs {
+    #[command(flatten)]
+    pub common: BenchCommonArgs,
+    /// Rows in the file.
+    #[arg(long, default_value_t = 5_000_000)]
+    pub rows: u64,
+    /// Where the generated file goes (default: a temp dir).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 /// `pgtide bench indexes ...`

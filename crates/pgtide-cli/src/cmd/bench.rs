@@ -18,6 +18,7 @@ use pgtide_bench::concurrent::ConcurrentBench;
 use pgtide_bench::copy::CopyBench;
 use pgtide_bench::export::ExportBench;
 use pgtide_bench::fdw::FdwBench;
+use pgtide_bench::freeze::FreezeBench;
 use pgtide_bench::indexes::IndexesBench;
 use pgtide_bench::load::{self, LoadBench};
 use pgtide_bench::markdown::table;
@@ -130,6 +131,14 @@ pub async fn run(a: BenchArgs) -> pgtide::Result<u8> {
                 dir: dir_or_default(i.dir)?,
             };
             scenario(spec, &i.common).await
+        }
+        BenchScenario::Freeze(f) => {
+            let spec = FreezeBench {
+                rows: f.rows,
+                runs: runs(&f.common),
+                dir: dir_or_default(f.dir)?,
+            };
+            scenario(spec, &f.common).await
         }
     }
 }

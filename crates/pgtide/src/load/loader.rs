@@ -25,6 +25,7 @@
 
 mod attempts;
 mod lenient;
+mod nested;
 mod staging;
 
 use std::sync::Arc;
@@ -119,6 +120,10 @@ pub(super) struct MethodState {
     /// `binary`: encoders for this connection's session, once known
     /// (`None` inside: this session needs text COPY).
     pub encoders: Option<Option<Arc<Vec<Encoder>>>>,
+    /// The savepoint the statements run under (an isolation attempt):
+    /// `values` rolls back to it, not the whole transaction, to find a
+    /// bad row.
+    pub savepoint: Option<&'static str>,
 }
 
 /// One connection loading batches with one method.
@@ -147,6 +152,10 @@ pub struct Loader {
     pending: Pending,
     /// The savepoint the last attempt on the wire left open.
     open: attempts::Open,
+    /// `--single-transaction --rejects`: the counts of the load's
+    /// transaction from before the savepoint [`Loader::enter_chunk`]
+    /// opened, kept apart so that undoing the chunk undoes only its own.
+    outer: Option<Pending>,
     /// The connection's stream for `pipeline`'s protocol path
     /// (`load/wire.rs`); without it, `pipeline` goes through tokio-postgres.
     wire: Option<crate::conn::Wire>,
@@ -169,6 +178,15 @@ struct Pending {
     skipped_by_table: u64,
     bug: Option<Error>,
     merged: Merged,
+}
+
+impl Pending {
+    /// Adds the counts of a savepoint released inside this transaction.
+    fn absorb(&mut self, inner: Pending) {
+        self.skipped_by_table += inner.skipped_by_table;
+        self.bug = self.bug.take().or(inner.bug);
+        self.merged.add(inner.merged);
+    }
 }
 
 /// A batch whose `COMMIT` got no answer.
@@ -199,6 +217,7 @@ impl Loader {
             mark: None,
             pending: Pending::default(),
             open: attempts::Open::default(),
+            outer: None,
             wire: None,
             stage_ready: false,
             staged: None,
@@ -415,7 +434,8 @@ impl Loader {
                 let client = &self.client;
                 match (spec.method, self.wire.as_ref()) {
                     (Method::Values, _) => {
-                        values::load(client, &spec, &mut state.statements, batch).await
+                        let savepoint = state.savepoint;
+                        values::load(client, &spec, &mut state.statements, batch, savepoint).await
                     }
                     (Method::Pipeline, Some(wire)) => {
                         wire::rows(client, wire, &spec, &mut state.wire, batch).await

@@ -203,9 +203,12 @@ async fn start_writing(
         }
         xid = crate::batch::tx_start(&client.simple_query(crate::batch::BEGIN_SQL).await?);
     }
+    // Simple queries: a prepared statement's Close would be answered
+    // after the first chunk's COPY on the wire took the stream (the
+    // single transaction's loader is this connection).
     let first_writes = [&plan.create_sql, &plan.truncate_sql];
     for sql in first_writes.into_iter().flatten() {
-        if let Err(e) = client.execute(sql.as_str(), &[]).await {
+        if let Err(e) = client.batch_execute(sql.as_str()).await {
             // Nothing was loaded: an empty reject file left behind would
             // only make the next run ask for --force.
             if let Some(file) = shared.lock().expect("worker state").rejects.take() {

@@ -142,8 +142,11 @@ pub(super) async fn resolve(
     // (COPY refuses it) nor other methods (they send no COPY text).
     // Not with --resume: a chunk's ledger row must cover exactly the rows
     // it committed, and ON_ERROR's skipped rows are not decided yet then.
+    // Not with --single-transaction: its chunks' attempts go on the wire
+    // under savepoints (`loader/nested.rs`), without ON_ERROR.
     let on_error_sql = (opts.rejects.is_some()
         && opts.resume.is_none()
+        && !opts.single_transaction
         && upsert.is_none()
         && major >= 17
         && opts.method == Method::Copy
@@ -319,13 +322,19 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
     );
     x.say(
         "transactions",
-        match opts.single_transaction {
-            true => {
+        match (opts.single_transaction, opts.rejects.is_some()) {
+            (true, false) => {
                 "one for the whole load, on one connection (--single-transaction): \
                      committed at the end only if every row loaded; any failure rolls \
                      everything back, the TRUNCATE and CREATE too"
             }
-            false => {
+            (true, true) => {
+                "one for the whole load, on one connection (--single-transaction): each \
+                     chunk under a savepoint, bad rows set aside (--rejects) and the rest \
+                     committed once at the end; a fatal error, Ctrl-C or --max-rejects \
+                     exceeded rolls everything back, the TRUNCATE and CREATE too"
+            }
+            (false, _) => {
                 "one per chunk (BEGIN, the rows, COMMIT): a failed chunk stops the load, \
                       and the summary lists the committed line ranges"
             }
@@ -473,6 +482,11 @@ fn describe_rejects(opts: &LoadOptions, plan: &pool::Plan, on_client: bool) -> S
         _ if on_client => {
             "; a server's part of a chunk refused for a row is done again in that \
              server's transaction, its bad rows isolated"
+        }
+        _ if opts.single_transaction => {
+            "; each chunk under a savepoint of the load's one transaction, a failed one \
+             isolated under savepoints (no ON_ERROR: its first attempt runs on the wire); \
+             kept until the one COMMIT, and a rollback keeps the rows found bad in the file"
         }
         (Some(_), _) => "; bad values skipped by the server in one pass (ON_ERROR ignore)",
         (None, CopyFormat::Binary) => "; a failed chunk is retried in ranges",

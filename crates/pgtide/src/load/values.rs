@@ -21,7 +21,7 @@ use super::insert::{
 };
 use super::pipeline::{drive, Cost, Window, PIPELINE_WINDOW};
 use super::spec::LoaderSpec;
-use super::step::rollback_in_step;
+use super::step::{in_step_after, rollback_in_step};
 use crate::batch::{Batch, BatchError};
 
 /// `values` statements in flight: enough to overlap the client's
@@ -51,11 +51,14 @@ struct Failed {
     error: tokio_postgres::Error,
 }
 
+/// `savepoint`: the one the batch runs under (an isolation attempt),
+/// which [`locate`] rolls back to instead of the whole transaction.
 pub(super) async fn load(
     client: &Client,
     spec: &LoaderSpec,
     statements: &mut Statements,
     batch: &Batch,
+    savepoint: Option<&str>,
 ) -> std::result::Result<u64, BatchError> {
     let per = values_rows(&spec.setup);
     let records = usize::try_from(batch.records).unwrap_or(usize::MAX);
@@ -136,7 +139,7 @@ pub(super) async fn load(
         // One row (or a refused record sent alone): that is the record.
         Err(f) if f.rows == 1 => Err(BatchError::at(f.first, f.error)),
         Err(f) if f.error.as_db_error().is_none() => Err(BatchError::plain(f.error)),
-        Err(f) => Err(locate(client, spec, statements, batch, f).await),
+        Err(f) => Err(locate(client, spec, statements, batch, f, savepoint).await),
     }
 }
 
@@ -157,19 +160,26 @@ fn job_cost(job: &Job) -> Cost {
 
 /// Finds the record of a failed multi-row statement: the batch is redone
 /// row by row (pipelined) up to the end of that statement, in a fresh
-/// transaction, so rows before it are there as they were; the first row
-/// that fails is the one. If none does (a concurrent change), the
-/// statement's error is returned without a record.
+/// transaction (or, under `savepoint`, after rolling back to it: the
+/// transaction around it holds other attempts' rows, or a whole
+/// `--single-transaction` load), so rows before it are there as they
+/// were; the first row that fails is the one. If none does (a concurrent
+/// change), the statement's error is returned without a record.
 async fn locate(
     client: &Client,
     spec: &LoaderSpec,
     statements: &mut Statements,
     batch: &Batch,
     f: Failed,
+    savepoint: Option<&str>,
 ) -> BatchError {
     // Out of step (see `rollback_in_step`): nothing more on this
     // connection; the loader's own check then discards it.
-    if !rollback_in_step(client).await || client.batch_execute("BEGIN").await.is_err() {
+    let again = match savepoint {
+        Some(name) => in_step_after(client, &format!("ROLLBACK TO SAVEPOINT {name}")).await,
+        None => rollback_in_step(client).await && client.batch_execute("BEGIN").await.is_ok(),
+    };
+    if !again {
         return BatchError::plain(f.error);
     }
     let end = usize::try_from(f.first).unwrap_or(usize::MAX) + f.rows;

@@ -149,10 +149,8 @@ fn chunk_over(ctx: &Ctx, chunk: &Chunk, ok: bool) -> bool {
 
 /// Isolates the bad rows of a failed chunk; false when the load must stop.
 async fn isolated(loader: &mut Loader, ctx: &Ctx, id: usize, chunk: &Chunk, start: Start) -> bool {
-    let (progress, max) = (ctx.progress.clone(), ctx.max_rejects);
-    let may_reject = move || progress.claim_reject(max);
     let mut session = Session { loader, ctx };
-    let (iso, err) = isolate(&mut session, chunk, start, may_reject).await;
+    let (iso, err) = isolate(&mut session, chunk, start, may_reject(ctx)).await;
     Progress::add(&ctx.progress.server_skipped, iso.server_skipped);
     finished(ctx, id, chunk, iso.loaded, iso.rejects, iso.done);
     match err {
@@ -167,6 +165,13 @@ async fn isolated(loader: &mut Loader, ctx: &Ctx, id: usize, chunk: &Chunk, star
             false
         }
     }
+}
+
+/// Asked by isolation before each reject: says no once
+/// `--max-rejects` is exceeded (counted over the whole load).
+pub(super) fn may_reject(ctx: &Ctx) -> impl FnMut() -> bool + Send {
+    let (progress, max) = (ctx.progress.clone(), ctx.max_rejects);
+    move || progress.claim_reject(max)
 }
 
 /// Records a chunk's outcome: counters, done line ranges, its rejects (in
@@ -370,6 +375,23 @@ async fn replace_discarded(loader: &mut Loader, ctx: &Ctx) {
     }
 }
 
+/// After a `COMMIT` of [`Loader::commit_attempts`] whose answer was lost
+/// with the connection: a new connection (with backoff) asks the server
+/// what became of the transaction (`txid_status`, guarded against an id
+/// reused after a crash, [`commit_status`]). `Some(true)` committed (the
+/// new loader has counted what the table dropped), `Some(false)` certainly
+/// not, `None` nobody can tell (or no new connection). The loader gets the
+/// new connection whenever one could be made.
+pub(super) async fn settle_lost_commit(loader: &mut Loader, ctx: &Ctx) -> Option<bool> {
+    let mut reconnects = 0;
+    let in_doubt = loader.in_doubt();
+    match reconnect_with_backoff(loader, ctx, in_doubt, &mut reconnects).await {
+        Reconnected::Committed(_) => Some(true),
+        Reconnected::Resend if in_doubt.is_some() => Some(false),
+        _ => None,
+    }
+}
+
 /// A worker's loader as isolation sees it: each range is loaded as the
 /// main path loads a chunk ([`load_reconnecting`]).
 struct Session<'a> {
@@ -419,14 +441,7 @@ impl Resilient for Session<'_> {
             Ok(committed) => return Ok(committed),
             Err(e) => e,
         };
-        // The answer to COMMIT was lost: a new connection asks the server.
-        let mut reconnects = 0;
-        let in_doubt = self.loader.in_doubt();
-        match reconnect_with_backoff(self.loader, self.ctx, in_doubt, &mut reconnects).await {
-            Reconnected::Committed(_) => Ok(true),
-            Reconnected::Resend if in_doubt.is_some() => Ok(false),
-            _ => Err(e),
-        }
+        settle_lost_commit(self.loader, self.ctx).await.ok_or(e)
     }
 
     fn rollback(&mut self) -> impl Future<Output = ()> + Send {

@@ -41,7 +41,7 @@ pub(super) enum Open {
 
 impl Open {
     /// The statements that settle it (each ending with `; `), and how many.
-    fn settle(self) -> (&'static str, usize) {
+    pub(super) fn settle(self) -> (&'static str, usize) {
         match self {
             Open::Nothing => ("", 0),
             Open::Failed => (
@@ -59,6 +59,7 @@ impl Loader {
     pub async fn begin(&mut self) -> Result<Option<TxStart>, BatchError> {
         self.in_doubt = None;
         self.pending = Pending::default();
+        self.outer = None;
         self.open = Open::Nothing;
         self.ensure_stage().await?;
         let messages = self
@@ -104,7 +105,10 @@ impl Loader {
             .batch_execute("SAVEPOINT pgtide_attempt")
             .await
             .map_err(BatchError::plain)?;
-        match self.run(batch).await {
+        self.state.savepoint = Some("pgtide_attempt");
+        let result = self.run(batch).await;
+        self.state.savepoint = None;
+        match result {
             Ok(rows) => {
                 let on_error = self.skipped.len() as u64;
                 self.count_attempt(batch, rows, on_error);
@@ -349,6 +353,7 @@ impl Loader {
     /// Ends the transaction of [`Loader::begin`] without keeping anything.
     pub async fn rollback_attempts(&mut self) {
         self.pending = Pending::default();
+        self.outer = None;
         self.open = Open::Nothing;
         if !super::rollback_in_step(&self.client).await {
             self.discard();
