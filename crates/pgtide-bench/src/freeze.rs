@@ -10,20 +10,18 @@
 //! table has autovacuum off, so that no vacuum runs between the two
 //! timings, and a CHECKPOINT comes before each load.
 
-use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use pgtide::conn::Target;
 use pgtide::copyopts::CopyFormat;
-use pgtide::ident::QualifiedName;
-use pgtide::load::LoadOptions;
 use pgtide::{Error, Result};
 use tokio_postgres::Client;
 
-use crate::datasets::generate;
-use crate::{Measurement, Scenario};
+use crate::datasets::{create_table, generate};
+use crate::runner::Runner;
+use crate::{load_options, Measurement, Scenario};
 
 /// The table loaded.
 pub const TABLE: &str = "bench_freeze";
@@ -82,67 +80,50 @@ impl Scenario for FreezeBench {
         vec![PLAIN.into(), TOTAL_PLAIN.into()]
     }
 
-    fn run(
+    async fn run(
         &self,
         target: &Target,
         on_result: &mut dyn FnMut(&Measurement),
-    ) -> impl Future<Output = Result<Vec<Measurement>>> {
-        run(target, self, on_result)
-    }
-}
-
-/// Runs the scenario.
-pub async fn run(
-    target: &Target,
-    bench: &FreezeBench,
-    mut on_result: impl FnMut(&Measurement),
-) -> Result<Vec<Measurement>> {
-    let client = target.connect().await?;
-    let version: String = client.query_one("SHOW server_version", &[]).await?.get(0);
-    let file = generate(&bench.dir, "freeze", bench.rows, row)?;
-    let dataset = "1 worker";
-    let new = |name: &str| Measurement::new(dataset, name, bench.rows, &version);
-    let mut results = Vec::new();
-    for (load, vacuum, total, single) in [
-        (PLAIN, VACUUM_PLAIN, TOTAL_PLAIN, false),
-        (FROZEN, VACUUM_FROZEN, TOTAL_FROZEN, true),
-    ] {
-        let (mut l, mut v, mut t) = (new(load), new(vacuum), new(total));
-        for _ in 0..bench.runs {
-            let create = format!(
-                "DROP TABLE IF EXISTS {TABLE}; \
-                 CREATE TABLE {TABLE} ({COLUMNS}) WITH (autovacuum_enabled = false)"
-            );
-            client.batch_execute(&create).await?;
-            // Needs pg_checkpoint (or superuser): without it, no checkpoint.
-            let _ = client.batch_execute("CHECKPOINT").await;
-            let loaded = time_load(target, &file, single).await?;
-            let vacuumed = time_vacuum(&client).await?;
-            l.seconds.push(loaded);
-            v.seconds.push(vacuumed);
-            t.seconds.push(loaded + vacuumed);
+    ) -> Result<Vec<Measurement>> {
+        let mut r = Runner::connect(target, self.runs, on_result).await?;
+        let file = generate(&self.dir, "freeze", self.rows, row)?;
+        // The table is made again for every run: VACUUM leaves it frozen.
+        let create = format!(
+            "{} WITH (autovacuum_enabled = false)",
+            create_table(TABLE, COLUMNS)
+        );
+        for (load, vacuum, total, single) in [
+            (PLAIN, VACUUM_PLAIN, TOTAL_PLAIN, false),
+            (FROZEN, VACUUM_FROZEN, TOTAL_FROZEN, true),
+        ] {
+            let new = |name: &str| r.blank("1 worker", name, self.rows);
+            let (mut l, mut v, mut t) = (new(load), new(vacuum), new(total));
+            for _ in 0..r.runs {
+                r.client.batch_execute(&create).await?;
+                // Needs pg_checkpoint (or superuser): without it, none.
+                let _ = r.client.batch_execute("CHECKPOINT").await;
+                let loaded = time_load(target, &file, single).await?;
+                let vacuumed = time_vacuum(&r.client).await?;
+                l.seconds.push(loaded);
+                v.seconds.push(vacuumed);
+                t.seconds.push(loaded + vacuumed);
+            }
+            for m in [l, v, t] {
+                r.push(m);
+            }
         }
-        for m in [l, v, t] {
-            on_result(&m);
-            results.push(m);
-        }
+        r.client
+            .batch_execute(&format!("DROP TABLE IF EXISTS {TABLE}"))
+            .await?;
+        Ok(r.finish())
     }
-    client
-        .batch_execute(&format!("DROP TABLE IF EXISTS {TABLE}"))
-        .await?;
-    Ok(results)
 }
 
 /// One `--truncate` load, with `--single-transaction` (FREEZE) or not;
 /// a load that did not use FREEZE when it should have (or the other way
 /// round) is an error, not a measurement of the wrong thing.
 async fn time_load(target: &Target, file: &Path, single: bool) -> Result<f64> {
-    let mut o = LoadOptions::new(
-        vec![file.to_string_lossy().into_owned()],
-        QualifiedName::parse(TABLE)?,
-        CopyFormat::Csv,
-    );
-    o.workers = 1;
+    let mut o = load_options(file, TABLE, CopyFormat::Csv, 1)?;
     o.truncate = true;
     o.single_transaction = single;
     let (seconds, report) = crate::time_load(target, &o).await?;

@@ -143,7 +143,8 @@ async fn freeze_scenario(target: &Target, dir: &Path) {
         runs: 1,
         dir: dir.to_owned(),
     };
-    let results = freeze::run(target, &spec, |_| {})
+    let results = spec
+        .run(target, &mut |_| {})
         .await
         .expect("bench freeze runs");
     let contenders = [

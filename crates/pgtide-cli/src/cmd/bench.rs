@@ -132,10 +132,10 @@ pub async fn run(a: BenchArgs) -> pgtide::Result<u8> {
             };
             scenario(spec, &i.common).await
         }
-        BenchScenario::Freeze(f) => {
+        S::Freeze(f) => {
             let spec = FreezeBench {
                 rows: f.rows,
-                runs: runs(&f.common),
+                runs: f.common.runs(),
                 dir: dir_or_default(f.dir)?,
             };
             scenario(spec, &f.common).await
