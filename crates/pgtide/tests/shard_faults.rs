@@ -483,3 +483,41 @@ async fn max_rejects_counts_every_row_refused_on_the_client_or_a_shard() {
     assert_eq!(report.rows_loaded, ROWS as u64 - bad.len() as u64);
     check_accounted(&db, &remote, &report, &lines, &bad_keys).await;
 }
+
+/// A stop request (Ctrl-C) ends a routed load as interrupted, as it does
+/// the main path: the lines not read are in neither the table nor the
+/// reject file, so the load must never look like a success.
+#[tokio::test]
+async fn a_stop_request_ends_a_routed_load_as_interrupted() {
+    let db = Db::start().await;
+    let (_shards, remote) = support::shard_server(&db).await;
+    setup(&db, &remote).await;
+    let (csv, _) = input(&BTreeMap::new());
+    let path = db.file(csv.as_bytes(), support::Compress::None);
+    let mut opts = LoadOptions::new(
+        vec![path.to_string_lossy().into_owned()],
+        QualifiedName::parse("s").unwrap(),
+        CopyFormat::Csv,
+    );
+    opts.chunk_bytes = 4 << 10;
+    let progress = Arc::new(Progress::new(1));
+    progress.request_stop();
+    let report = pgtide::load::run(&db.target, &opts, progress)
+        .await
+        .unwrap();
+    let failure = report
+        .failure
+        .expect("an interrupted load is not a success");
+    assert_eq!(
+        failure.kind(),
+        pgtide::ErrorKind::Interrupted,
+        "{failure:?}"
+    );
+    let loaded: i64 = db
+        .client
+        .query_one("SELECT count(*) FROM s", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(loaded as u64, report.rows_loaded);
+}

@@ -286,7 +286,9 @@ fn summarize(
     }
 }
 
-fn interrupted() -> Error {
+/// A load stopped on request (Ctrl-C, SIGTERM) before it read every
+/// input: what it committed is listed, the rest is not loaded.
+pub(super) fn interrupted() -> Error {
     Error::new(
         ErrorKind::Interrupted,
         "interrupted: no new chunk was started; the chunks in progress were \

@@ -410,7 +410,9 @@ pub async fn run(
                 .max_record(max_record);
                 while let Some(chunk) = chunker.next_chunk()? {
                     if progress.stop_requested() {
-                        return Ok(rows);
+                        // Lines from here on are not loaded: the load must
+                        // say so (exit 130), never end as a success.
+                        return Err(super::pool::interrupted());
                     }
                     if !framed {
                         // The reject file starts as the first input does
