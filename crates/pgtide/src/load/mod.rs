@@ -393,7 +393,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     if opts.single_transaction {
         report
             .notes
-            .push(single::note(report.failure.is_some(), report.rows_rejected));
+            .push(single::note(report.failure.as_ref(), report.rows_rejected));
     }
     if let Some(plan) = &created {
         create::report(plan, &mut report);

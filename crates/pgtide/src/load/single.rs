@@ -335,7 +335,16 @@ pub(super) async fn finish(
     read_ok: bool,
 ) {
     let committed = match (ok, read_ok) {
-        (true, true) => commit(&mut loader, xid, ctx).await,
+        (true, true) => match commit(&mut loader, xid, ctx).await {
+            Some(c) => c,
+            // Nobody can tell: the counts stay as sent (all of them are
+            // in the table or none is), no line is listed as committed,
+            // and the note says so.
+            None => {
+                ctx.shared.lock().expect("worker state").done.clear();
+                return;
+            }
+        },
         (true, false) => {
             loader.rollback_attempts().await;
             false
@@ -365,8 +374,9 @@ pub(super) async fn finish(
 
 /// `SET CONSTRAINTS ALL IMMEDIATE` first, so that a deferred constraint
 /// fails with its own words rather than as a refused COMMIT; then COMMIT.
-/// A COMMIT whose answer was lost is settled on a new connection.
-async fn commit(loader: &mut Loader, xid: Option<TxStart>, ctx: &Ctx) -> bool {
+/// A COMMIT whose answer was lost is settled on a new connection; `None`
+/// when it cannot be (the failure, recorded, says so).
+async fn commit(loader: &mut Loader, xid: Option<TxStart>, ctx: &Ctx) -> Option<bool> {
     let fail = |error: Error| {
         ctx.shared
             .lock()
@@ -377,14 +387,14 @@ async fn commit(loader: &mut Loader, xid: Option<TxStart>, ctx: &Ctx) -> bool {
                 error,
                 row: None,
             });
-        false
+        Some(false)
     };
     if let Err(e) = loader.constraints_now().await {
         loader.rollback_attempts().await;
         return fail(Error::from(e).with_hint(ROLLED_BACK));
     }
     let e = match loader.commit_attempts(xid).await {
-        Ok(true) => return true,
+        Ok(true) => return Some(true),
         Ok(false) => {
             return fail(
                 Error::new(
@@ -397,7 +407,7 @@ async fn commit(loader: &mut Loader, xid: Option<TxStart>, ctx: &Ctx) -> bool {
         Err(e) => e,
     };
     match settle_lost_commit(loader, ctx).await {
-        Some(true) => true,
+        Some(true) => Some(true),
         Some(false) => fail(
             Error::new(
                 ErrorKind::ConnectionLost,
@@ -409,13 +419,17 @@ async fn commit(loader: &mut Loader, xid: Option<TxStart>, ctx: &Ctx) -> bool {
             )
             .with_hint(ROLLED_BACK),
         ),
-        None => fail(Error::from(e.error).with_hint(
-            "the connection broke while committing the load's one transaction and the server \
-             cannot say whether it committed: the rows are all in the table or none is; count \
-             them before loading again",
-        )),
+        None => {
+            fail(Error::from(e.error).with_hint(IN_DOUBT));
+            None
+        }
     }
 }
+
+/// The hint of a load whose one COMMIT nobody can place.
+const IN_DOUBT: &str = "the connection broke while committing the load's one transaction and \
+                        the server cannot say whether it committed: the rows are all in the \
+                        table or none is; count them before loading again";
 
 /// The hint of a load whose transaction was rolled back.
 const ROLLED_BACK: &str = "--single-transaction: nothing was committed, the table is as it was \
@@ -434,9 +448,14 @@ const REJECT_LIMIT: &str = "--single-transaction: nothing was committed, the tab
                             found bad so far: fix them, or raise --max-rejects, and run the \
                             load again";
 
-/// What the summary adds about the one transaction.
-pub(super) fn note(failed: bool, rejected: u64) -> String {
-    match (failed, rejected) {
+/// What the summary adds about the one transaction, given its failure.
+pub(super) fn note(failure: Option<&Error>, rejected: u64) -> String {
+    if failure.is_some_and(|e| e.hint() == Some(IN_DOUBT)) {
+        return "--single-transaction: whether the one COMMIT took effect is unknown: every \
+                row counted as loaded is in the table, or none is"
+            .to_owned();
+    }
+    match (failure.is_some(), rejected) {
         (false, 0) => {
             "--single-transaction: every row was committed by one COMMIT at the end".to_owned()
         }
