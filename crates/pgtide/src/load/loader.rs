@@ -190,7 +190,7 @@ impl Pending {
 }
 
 /// A batch whose `COMMIT` got no answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InDoubt {
     /// Its transaction, as the server numbered it.
     pub tx: TxStart,
@@ -200,6 +200,9 @@ pub struct InDoubt {
     pub skipped_by_table: u64,
     /// `--on-conflict`: rows it inserted and updated, if it committed.
     pub merged: Merged,
+    /// A server row count that nothing explains, found in it (the bug's
+    /// message): reported if it committed.
+    pub bug: Option<String>,
 }
 
 impl Loader {
@@ -264,6 +267,7 @@ impl Loader {
     pub fn committed_in_doubt(&mut self, d: InDoubt) {
         self.skipped_by_table += d.skipped_by_table;
         self.merged.add(d.merged);
+        self.bug = self.bug.take().or(d.bug.map(Error::bug));
     }
 
     /// `--on-conflict`: rows that committed merges inserted and updated
@@ -281,7 +285,7 @@ impl Loader {
     /// The batch whose commit is in doubt after the last `load` failed
     /// with `commit_unknown`.
     pub fn in_doubt(&self) -> Option<InDoubt> {
-        self.in_doubt
+        self.in_doubt.clone()
     }
 
     /// The connection (for isolation queries and tests).
@@ -364,12 +368,16 @@ impl Loader {
             Err(error) => {
                 let unknown = crate::error::classify(&error) == crate::error::Class::Connection;
                 if unknown {
-                    let skipped_by_table = *counted.as_ref().unwrap_or(&0);
+                    let (skipped_by_table, bug) = match counted {
+                        Ok(n) => (n, None),
+                        Err(bug) => (0, Some(bug.message().to_owned())),
+                    };
                     self.in_doubt = xid.map(|tx| InDoubt {
                         tx,
                         rows,
                         skipped_by_table,
                         merged,
+                        bug,
                     });
                 }
                 Err(BatchError {

@@ -328,7 +328,7 @@ async fn reconnect_with_backoff(
     while *attempts < RECONNECTS {
         *attempts += 1;
         tokio::time::sleep(FIRST_BACKOFF * (1 << (*attempts - 1))).await;
-        match reconnect(loader, ctx, in_doubt).await {
+        match reconnect(loader, ctx, in_doubt.clone()).await {
             Reconnected::Failed => {}
             settled => return settled,
         }
@@ -345,7 +345,7 @@ async fn reconnect(loader: &mut Loader, ctx: &Ctx, in_doubt: Option<InDoubt>) ->
     Progress::add(&ctx.progress.reconnects, 1);
     let settled = match in_doubt {
         None => Reconnected::Resend,
-        Some(d) => match commit_status(&client, d).await {
+        Some(ref d) => match commit_status(&client, d.clone()).await {
             Ok(Some(true)) => Reconnected::Committed(d.rows),
             Ok(Some(false)) => Reconnected::Resend,
             Ok(None) => Reconnected::Unknown,
@@ -385,9 +385,10 @@ async fn replace_discarded(loader: &mut Loader, ctx: &Ctx) {
 pub(super) async fn settle_lost_commit(loader: &mut Loader, ctx: &Ctx) -> Option<bool> {
     let mut reconnects = 0;
     let in_doubt = loader.in_doubt();
+    let asked = in_doubt.is_some();
     match reconnect_with_backoff(loader, ctx, in_doubt, &mut reconnects).await {
         Reconnected::Committed(_) => Some(true),
-        Reconnected::Resend if in_doubt.is_some() => Some(false),
+        Reconnected::Resend if asked => Some(false),
         _ => None,
     }
 }

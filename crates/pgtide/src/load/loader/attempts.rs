@@ -334,6 +334,7 @@ impl Loader {
                     rows: 0,
                     skipped_by_table: pending.skipped_by_table,
                     merged: pending.merged,
+                    bug: pending.bug.map(|b| b.message().to_owned()),
                 });
                 Err(BatchError {
                     record: None,
