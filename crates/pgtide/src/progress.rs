@@ -7,7 +7,9 @@
 //! what the bar showed last and what the summary says cannot disagree,
 //! and no second set of counters has to be reconciled with these.
 //! Counters only grow, except when a `--single-transaction` load rolls
-//! back (`Progress::undo_loaded`). One `Progress` per load.
+//! back (`Progress::undo_loaded`) and when a resumed sharded load finds
+//! records of a chunk already done (taken back out of `rows_read`, into
+//! `rows_resumed`). One `Progress` per load.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 

@@ -9,7 +9,10 @@
 //!   the records before it are loaded as one batch (they passed every
 //!   row-level check), and the rest is retried in a window about twice
 //!   the distance to that bad row, so a dirty chunk does not resend its
-//!   whole tail after every bad row;
+//!   whole tail after every bad row; and no range sent in one
+//!   transaction's pass is longer than the gaps between the failures so
+//!   far warrant (`range_bytes`), so a failure undoes a fraction of the
+//!   rows since the last one;
 //! - the server did not name one (foreign keys and AFTER triggers fire at
 //!   the end of the statement, deferred constraints at COMMIT): the range
 //!   is bisected until a single record fails on its own;
