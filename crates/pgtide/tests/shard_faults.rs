@@ -367,7 +367,15 @@ async fn with_rejects_the_rows_each_shard_refuses_are_set_aside() {
     let on_shard_early = key_on(&db, "shard2", 100).await;
     let local = key_on(&db, "coordinator", 1500).await;
     let misfit = key_on(&db, "coordinator", 500).await;
+    let (long, short) = (
+        key_on(&db, "shard2", 2600).await,
+        key_on(&db, "shard2", 2800).await,
+    );
     let bad = BTreeMap::from([
+        // Too many or too few fields: routed by the key (the client reads
+        // only up to it) and refused by the shard.
+        (long, format!("{long},{long},row {long},extra")),
+        (short, format!("{short},{short}")),
         // A CHECK only the shard's table has, twice in one chunk.
         (on_shard, format!("{on_shard},-1,negative")),
         (on_shard2, format!("{on_shard2},-2,negative")),

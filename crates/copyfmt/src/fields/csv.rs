@@ -8,6 +8,7 @@ pub(super) fn split_csv(
     nulls: &NullSpec,
     rec: &[u8],
     out: &mut Fields,
+    limit: usize,
 ) -> Result<(), FieldError> {
     let mut i = 0;
     loop {
@@ -26,8 +27,8 @@ pub(super) fn split_csv(
         }
         out.push(start, null, quoted);
         match end.next {
-            Some(next) => i = next,
-            None => return Ok(()),
+            Some(next) if out.len() < limit => i = next,
+            _ => return Ok(()),
         }
     }
 }

@@ -266,3 +266,30 @@ fn buffers_are_reused() {
     assert_eq!(f.get(2), None);
     assert!(!f.is_null(2));
 }
+
+/// The first `n` fields of `rec`, as [`split_record_prefix`] reads them.
+fn prefix(d: &Dialect, rec: &[u8], n: usize) -> Result<Vec<Option<Vec<u8>>>, FieldError> {
+    let mut f = Fields::new();
+    split_record_prefix(d, &NullSpec::for_dialect(d), rec, &mut f, n)?;
+    Ok(f.iter().map(|v| v.map(<[u8]>::to_vec)).collect())
+}
+
+#[test]
+fn a_prefix_split_reads_the_leading_fields_as_a_whole_split_does() {
+    let (c, t) = (Dialect::csv(), Dialect::text());
+    let rec = b"\"a,\"\"b\",,\"c\nd\",e\r\n";
+    assert_eq!(prefix(&c, rec, 1).unwrap(), [v(b"a,\"b")]);
+    assert_eq!(prefix(&c, rec, 2).unwrap(), [v(b"a,\"b"), None]);
+    assert_eq!(prefix(&c, rec, 9).unwrap(), csv(rec));
+    assert_eq!(
+        prefix(&t, b"\\N\tx\\ty\tz\n", 2).unwrap(),
+        [None, v(b"x\ty")]
+    );
+    // A record with fewer fields gives what it has.
+    assert_eq!(prefix(&c, b"1,2\n", 3).unwrap(), [v(b"1"), v(b"2")]);
+    // What follows the prefix is not read: its errors are the server's.
+    assert!(split(&c, &NullSpec::csv(), b"1,x\ry\n").is_err());
+    assert_eq!(prefix(&c, b"1,x\ry\n", 1).unwrap(), [v(b"1")]);
+    // An error inside the prefix is still one.
+    assert!(prefix(&c, b"\"1,2\n", 1).is_err());
+}

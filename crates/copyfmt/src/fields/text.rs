@@ -7,6 +7,7 @@ pub(super) fn split_text(
     nulls: &NullSpec,
     rec: &[u8],
     out: &mut Fields,
+    limit: usize,
 ) -> Result<(), FieldError> {
     let mut i = 0;
     loop {
@@ -25,8 +26,8 @@ pub(super) fn split_text(
         }
         out.push(start, null, false);
         match end.next {
-            Some(next) => i = next,
-            None => return Ok(()),
+            Some(next) if out.len() < limit => i = next,
+            _ => return Ok(()),
         }
     }
 }

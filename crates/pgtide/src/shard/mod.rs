@@ -48,6 +48,8 @@ pub struct Plan {
     pub routes: Vec<LeafRoute>,
     /// The input's columns, by name, in input order.
     pub columns: Vec<String>,
+    /// [`Tree::fields_read`], once.
+    pub fields_read: usize,
 }
 
 /// One leaf of the plan, for `--explain` and `--json`.
@@ -121,6 +123,7 @@ impl Plan {
             }
         }
         Ok(Plan {
+            fields_read: tree.fields_read(),
             tree,
             routes,
             columns: names,
@@ -128,10 +131,13 @@ impl Plan {
     }
 
     /// Where the record split into `fields` goes: a leaf loaded directly,
-    /// or the coordinator.
+    /// or the coordinator. `fields` may hold only the first
+    /// [`Tree::fields_read`] fields: a record with more fields than the
+    /// table has columns is then routed by its key and refused by its
+    /// leaf's server, just as the coordinator would have refused it.
     pub fn route(&self, fields: &Fields, s: &mut Scratch) -> Dest {
-        if fields.len() != self.columns.len() {
-            return Dest::Coordinator; // the server reports the error
+        if fields.len() < self.fields_read {
+            return Dest::Coordinator; // a key is missing: the server reports it
         }
         match self.tree.route(fields, s) {
             Dest::Leaf(i) if matches!(self.routes[i], LeafRoute::Coordinator(_)) => {

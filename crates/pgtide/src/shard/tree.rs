@@ -150,6 +150,21 @@ impl Tree {
         Ok(Tree { root, leaves })
     }
 
+    /// How many leading fields of a record routing reads: up to the last
+    /// key column of any partitioned table in the tree.
+    pub fn fields_read(&self) -> usize {
+        fn walk(n: &Node) -> usize {
+            let own = n.keys.iter().map(|k| k.field + 1).max().unwrap_or(0);
+            let kids = n.parts.iter().map(|(_, c)| c).chain(&n.default);
+            kids.filter_map(|c| match c {
+                Child::Node(n) => Some(walk(n)),
+                Child::Leaf(_) => None,
+            })
+            .fold(own, usize::max)
+        }
+        walk(&self.root)
+    }
+
     /// The leaf (or the coordinator) for the record split into `fields`.
     pub fn route(&self, fields: &Fields, s: &mut Scratch) -> Dest {
         let mut node = &self.root;

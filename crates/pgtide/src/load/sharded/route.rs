@@ -1,8 +1,9 @@
-//! A chunk cut per destination: each record split, routed by the plan,
-//! its original bytes appended to its destination's buffer (a record the
-//! client cannot split or route goes to the coordinator's parent table).
+//! A chunk cut per destination: each record split up to its last key
+//! column, routed by the plan, its original bytes appended to its
+//! destination's buffer (a record the client cannot split or route goes
+//! to the coordinator's parent table).
 
-use copyfmt::fields::{split_record, Fields};
+use copyfmt::fields::{split_record_prefix, Fields};
 use copyfmt::scan::{self, RecordSpan};
 
 use super::resume::Seen;
@@ -35,8 +36,16 @@ pub(super) struct Routed {
 /// (for their server) are left out and counted.
 pub(super) fn route_chunk(s: &Shared, chunk: &Chunk) -> crate::error::Result<Routed> {
     let n = s.dests.len();
-    let mut bufs = vec![Vec::new(); n];
-    let mut records = vec![Vec::new(); n];
+    // Sized for an even spread plus a margin, so that the buffers do not
+    // grow (and copy what they hold) while the chunk is cut.
+    let share = chunk.data.len() / n.max(1);
+    let mut bufs: Vec<_> = (0..n)
+        .map(|_| Vec::with_capacity(share + share / 4))
+        .collect();
+    let rows = chunk.records as usize / n.max(1);
+    let mut records: Vec<_> = (0..n)
+        .map(|_| Vec::with_capacity(rows + rows / 4))
+        .collect();
     let mut spans = Vec::with_capacity(chunk.records as usize);
     let mut fields = Fields::new();
     let mut scratch = Scratch::default();
@@ -72,7 +81,8 @@ pub(super) fn route_chunk(s: &Shared, chunk: &Chunk) -> crate::error::Result<Rou
             continue;
         }
         let rec = &chunk.data[span.start..span.end];
-        let dest = if split_record(&s.dialect, &s.nulls, rec, &mut fields).is_err() {
+        let split = split_record_prefix(&s.dialect, &s.nulls, rec, &mut fields, s.plan.fields_read);
+        let dest = if split.is_err() {
             s.coordinator_dest
         } else {
             match s.plan.route(&fields, &mut scratch) {
