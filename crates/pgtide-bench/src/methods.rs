@@ -17,6 +17,10 @@
 //! date, timestamp, timestamptz with offsets, text, uuid, jsonb) loaded by
 //! copy, binary with 1 and 2 workers, psql and server COPY.
 //!
+//! Both sets also time server-side `COPY FROM` a binary file of the same
+//! rows (written once, untimed, by `COPY TO STDOUT (FORMAT binary)` of a
+//! loaded table): the floor that `--method binary` is measured against.
+//!
 //! Every run starts from an empty table (`TRUNCATE ... RESTART IDENTITY`,
 //! `CHECKPOINT`) and its `count(*)` is checked.
 
@@ -30,7 +34,7 @@ use pgtide::load::Method;
 use pgtide::{Error, Result};
 
 use crate::baseline::{self, psql_copy, server_copy};
-use crate::datasets::{create_table, generate, mix, mixed_row};
+use crate::datasets::{create_table, generate, make_world_readable, mix, mixed_row};
 use crate::runner::Runner;
 use crate::{blocking, count_rows, expect_rows, load_options, time_load, Measurement, Scenario};
 
@@ -44,6 +48,9 @@ pub const PSQL_COPY: &str = baseline::PSQL_COPY;
 pub const SERVER_COPY: &str = baseline::SERVER_COPY;
 /// psycopg 3's pipeline mode.
 pub const PSYCOPG_PIPELINE: &str = "psycopg pipeline";
+/// Server-side COPY FROM a binary file of the same rows: the floor of
+/// `--method binary` (issue 12), no client and no text input functions.
+pub const SERVER_COPY_BINARY: &str = "server COPY FROM binary file";
 
 /// The psycopg contender: reads the CSV as it goes (as pgtide does) and
 /// sends `executemany` in pipeline mode, one transaction; prints the
@@ -162,7 +169,13 @@ impl Scenario for MethodsBench {
 impl MethodsBench {
     /// The tables to load, their files (generated here) and contenders.
     fn sets(&self) -> Result<Vec<Set>> {
-        let baselines = || vec![(SERVER_COPY.to_owned(), None), (PSQL_COPY.to_owned(), None)];
+        let baselines = || {
+            vec![
+                (SERVER_COPY.to_owned(), None),
+                (SERVER_COPY_BINARY.to_owned(), None),
+                (PSQL_COPY.to_owned(), None),
+            ]
+        };
         let mut sets = Vec::new();
         let mut ipt = baselines();
         for m in [
@@ -230,9 +243,51 @@ async fn time_baseline(
     if who == SERVER_COPY {
         return server_copy(client, &table, &set.file, options).await;
     }
+    if who == SERVER_COPY_BINARY {
+        let binary = set.file.with_extension("bin");
+        if !newer(&binary, &set.file) {
+            write_binary(client, &table, &set.file, &binary).await?;
+        }
+        return server_copy(client, &table, &binary, "WITH (FORMAT binary)").await;
+    }
     let psql = psql.ok_or_else(|| Error::config("psql not found"))?;
     let (target, psql, file) = (target.clone(), psql.to_owned(), set.file.clone());
     blocking(move || psql_copy(&target, &psql, &table, &file, options)).await
+}
+
+/// Writes `binary`: the rows of the CSV `file`, loaded into `table` by
+/// the server and copied out in binary format; the table is emptied again.
+async fn write_binary(
+    client: &tokio_postgres::Client,
+    table: &str,
+    file: &Path,
+    binary: &Path,
+) -> Result<()> {
+    use futures_util::StreamExt;
+    server_copy(client, table, file, "WITH (FORMAT csv)").await?;
+    let partial = binary.with_extension("bin.partial");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&partial)?);
+    let rows = client
+        .copy_out(&format!("COPY {table} TO STDOUT (FORMAT binary)"))
+        .await?;
+    futures_util::pin_mut!(rows);
+    while let Some(piece) = rows.next().await {
+        out.write_all(&piece?)?;
+    }
+    out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    std::fs::rename(&partial, binary)?;
+    make_world_readable(binary)?;
+    let bare = table.split(' ').next().unwrap_or(table);
+    client
+        .batch_execute(&format!("TRUNCATE {bare} RESTART IDENTITY"))
+        .await?;
+    Ok(())
+}
+
+/// Whether `file` exists and was written after `than`.
+fn newer(file: &Path, than: &Path) -> bool {
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    matches!((mtime(file), mtime(than)), (Some(a), Some(b)) if a >= b)
 }
 
 /// Runs [`PSYCOPG_SCRIPT`]; an error (no python3, no psycopg) skips the
