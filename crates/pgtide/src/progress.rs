@@ -9,7 +9,9 @@
 //! Counters only grow, except when a `--single-transaction` load rolls
 //! back (`Progress::undo_loaded`) and when a resumed sharded load finds
 //! records of a chunk already done (taken back out of `rows_read`, into
-//! `rows_resumed`). One `Progress` per load.
+//! `rows_resumed`); `--max-rejects`' private tally of claims also gives
+//! back those of an isolation pass that committed nothing. One `Progress`
+//! per load.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
@@ -49,7 +51,9 @@ pub struct Progress {
     /// Per worker: rows it has loaded (exported).
     pub worker_rows: Vec<AtomicU64>,
     /// `--max-rejects`' gate: rows that asked to be rejected, including
-    /// the one that went over the limit (see [`Progress::claim_reject`]).
+    /// the one that went over the limit (see [`Progress::claim_reject`]),
+    /// less those given back by passes that committed nothing
+    /// ([`Progress::release_rejects`]).
     rejects_claimed: AtomicU64,
     /// Not a counter but the one control: set by whoever runs the load
     /// (the CLI, on SIGINT/SIGTERM) to stop it cleanly. The reader stops
@@ -92,6 +96,14 @@ impl Progress {
     pub fn claim_reject(&self, max: Option<u64>) -> bool {
         let before = self.rejects_claimed.fetch_add(1, Relaxed);
         max.is_none_or(|m| before < m)
+    }
+
+    /// Gives back `n` claims of [`Progress::claim_reject`]: they were made
+    /// by an isolation pass that committed nothing, and its rows ask again
+    /// when the chunk is done again (`reject/gate.rs` keeps the tally of
+    /// each chunk's claims, so no more is given back than was claimed).
+    pub(crate) fn release_rejects(&self, n: u64) {
+        self.rejects_claimed.fetch_sub(n, Relaxed);
     }
 
     /// A `--single-transaction` load rolled back: nothing it loaded is in

@@ -1,7 +1,10 @@
 //! Isolation in one transaction (savepoint per attempt) must not trust a
 //! pass whose COMMIT fails: a DEFERRABLE INITIALLY DEFERRED foreign key is
 //! only checked at COMMIT. The pass is rolled back and the chunk isolated
-//! range by range; every row ends loaded or rejected with its reason.
+//! range by range; every row ends loaded or rejected with its reason. Nor
+//! may `--max-rejects` count the rejects of that pass, which are found
+//! again range by range, and a chunk whose isolation stopped midway
+//! counts only the bytes it settled.
 
 mod support;
 
@@ -92,4 +95,125 @@ async fn deferred_constraints_fail_at_commit_and_still_lose_nothing() {
             .collect();
         assert_eq!(ids, good, "{ctx}");
     }
+}
+
+/// `--max-rejects N` with exactly N bad rows, where the chunk's pass in
+/// one transaction is rolled back at COMMIT (a deferred foreign key): the
+/// rows that pass rejected are rejected again range by range, and must be
+/// counted against the limit once. The claims of the rolled-back pass
+/// were kept, so the load stopped with `RejectLimit` within its limit.
+#[tokio::test]
+async fn max_rejects_counts_a_rolled_back_pass_once() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute(
+            "CREATE TABLE parent (id int PRIMARY KEY);
+             INSERT INTO parent SELECT generate_series(1, 50);",
+        )
+        .await
+        .unwrap();
+    // Rows 1..300: a bad integer every 20th row (rejected by the pass in
+    // one transaction before its COMMIT), a missing parent every 45th
+    // (found only at COMMIT, which rolls that pass back).
+    let mut data = String::new();
+    let mut bad = 0u64;
+    for id in 1..=300 {
+        if id % 20 == 0 {
+            data.push_str(&format!("{id},x\n"));
+            bad += 1;
+        } else if id % 45 == 0 {
+            data.push_str(&format!("{id},999\n"));
+            bad += 1;
+        } else {
+            data.push_str(&format!("{id},{}\n", 1 + id % 50));
+        }
+    }
+    let file = db.file(data.as_bytes(), Compress::None);
+    for (n, (workers, chunk)) in [(1, 1 << 20), (2, 600)].into_iter().enumerate() {
+        let table = format!("limited{n}");
+        db.client
+            .batch_execute(&format!(
+                "CREATE TABLE {table} (id int, p int REFERENCES parent
+                   DEFERRABLE INITIALLY DEFERRED)"
+            ))
+            .await
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = LoadOptions::new(
+            vec![file.to_string_lossy().into_owned()],
+            QualifiedName::parse(&table).unwrap(),
+            CopyFormat::Csv,
+        );
+        o.workers = workers;
+        o.chunk_bytes = chunk;
+        o.rejects = Some(dir.path().join("r.csv"));
+        o.max_rejects = Some(bad);
+        let report = load::run(&db.target, &o, Arc::new(Progress::new(workers)))
+            .await
+            .expect("load starts");
+        let ctx = format!("workers {workers} chunk {chunk}, {bad} bad rows");
+        assert!(report.failure.is_none(), "{ctx}: {:?}", report.failure);
+        assert_eq!(report.rows_read, 300, "{ctx}");
+        assert_eq!(report.rows_rejected, bad, "{ctx}");
+        assert_eq!(
+            report.rows_loaded + report.rows_rejected,
+            report.rows_read,
+            "{ctx}"
+        );
+        let in_table: i64 = db
+            .client
+            .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(in_table as u64, report.rows_loaded, "{ctx}");
+    }
+}
+
+/// A chunk whose isolation stops midway (`--max-rejects` exceeded while
+/// its ranges are committed one by one) counts in the load's bytes only
+/// the lines it settled (committed or rejected), not the whole chunk.
+#[tokio::test]
+async fn bytes_of_a_chunk_stopped_midway_are_those_it_settled() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute(
+            "CREATE TABLE parent (id int PRIMARY KEY);
+             INSERT INTO parent SELECT generate_series(1, 50);
+             CREATE TABLE halfway (id int, p int REFERENCES parent
+               DEFERRABLE INITIALLY DEFERRED);",
+        )
+        .await
+        .unwrap();
+    // A missing parent every 30th row: the pass in one transaction fails
+    // at COMMIT, and the one range by range stops at the 5th.
+    let lines: Vec<String> = (1..=300)
+        .map(|id| match id % 30 {
+            0 => format!("{id},999\n"),
+            _ => format!("{id},{}\n", 1 + id % 50),
+        })
+        .collect();
+    let data = lines.concat();
+    let file = db.file(data.as_bytes(), Compress::None);
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = LoadOptions::new(
+        vec![file.to_string_lossy().into_owned()],
+        QualifiedName::parse("halfway").unwrap(),
+        CopyFormat::Csv,
+    );
+    o.rejects = Some(dir.path().join("r.csv"));
+    o.max_rejects = Some(4);
+    let report = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+        .await
+        .expect("load starts");
+    let err = report.failure.as_ref().expect("must stop");
+    assert_eq!(err.kind(), pgtide::ErrorKind::RejectLimit);
+    let settled: u64 = report
+        .committed
+        .iter()
+        .flat_map(|r| r.first..=r.last)
+        .map(|line| lines[line as usize - 1].len() as u64)
+        .sum();
+    assert!(report.rows_loaded > 0 && settled < data.len() as u64);
+    assert_eq!(report.bytes, settled, "{:?}", report.committed);
 }

@@ -201,7 +201,8 @@ pub struct Report {
     pub rows_resumed: u64,
     /// The reject file, when `--rejects` was given.
     pub rejects_path: Option<String>,
-    /// Decompressed input bytes sent in committed chunks.
+    /// Decompressed input bytes whose rows are all committed or rejected
+    /// (of a chunk whose isolation stopped midway, only those).
     pub bytes: u64,
     /// Wall time of the load.
     pub seconds: f64,

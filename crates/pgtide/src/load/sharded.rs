@@ -56,6 +56,7 @@ use crate::conn::{Env, Target};
 use crate::copyopts::{CopyFormat, Header};
 use crate::error::{Error, Result};
 use crate::progress::{Counts, Progress};
+use crate::reject::gate::Gate;
 use crate::reject::RejectFile;
 use crate::shard::{remote, LeafRoute, Plan};
 use crate::source::Source;
@@ -195,12 +196,11 @@ struct Shared {
 }
 
 impl Shared {
-    /// `--max-rejects`' gate, the main path's: true while one more
+    /// `--max-rejects`' gate, the main path's: says yes while one more
     /// rejected row is allowed (every row refused, on the client or by a
-    /// server, passes through it once).
-    fn may_reject(&self) -> impl FnMut() -> bool {
-        let (progress, max) = (self.progress.clone(), self.max_rejects);
-        move || progress.claim_reject(max)
+    /// server, passes through it once), one per chunk or server's part.
+    fn gate(&self) -> Gate {
+        Gate::new(self.progress.clone(), self.max_rejects)
     }
 }
 

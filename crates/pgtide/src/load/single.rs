@@ -52,9 +52,7 @@ use std::future::Future;
 
 use super::loader::{Batch, BatchError, Loader, Method};
 use super::outcome::Failed;
-use super::worker::{
-    failed_chunk, finished, may_reject, misfit_line_ending, settle_lost_commit, Ctx,
-};
+use super::worker::{failed_chunk, finished, gate, misfit_line_ending, settle_lost_commit, Ctx};
 use super::LoadOptions;
 use crate::batch::TxStart;
 use crate::catalog::Table;
@@ -190,7 +188,8 @@ async fn whole(loader: &mut Loader, ctx: &Ctx, chunk: &Chunk) -> bool {
     match loader.within(&batch).await {
         Ok(rows) => {
             let lines = vec![(chunk.first_line, chunk.last_line())];
-            finished(ctx, 0, chunk, rows, Vec::new(), lines);
+            let bytes = chunk.data.len() as u64;
+            finished(ctx, 0, chunk, rows, bytes, Vec::new(), lines);
             true
         }
         Err(e) => {
@@ -227,7 +226,8 @@ async fn rejecting(loader: &mut Loader, ctx: &Ctx, chunk: &Chunk) -> bool {
             Ok(rows) => match loader.take_skipped() {
                 skipped if skipped.is_empty() => {
                     let lines = vec![(chunk.first_line, chunk.last_line())];
-                    finished(ctx, 0, chunk, rows, Vec::new(), lines);
+                    let bytes = chunk.data.len() as u64;
+                    finished(ctx, 0, chunk, rows, bytes, Vec::new(), lines);
                     return true;
                 }
                 skipped => Start::Skipped { rows, skipped },
@@ -245,9 +245,9 @@ async fn rejecting(loader: &mut Loader, ctx: &Ctx, chunk: &Chunk) -> bool {
             }
         }
     };
-    let (iso, err) = isolate(&mut Nested { loader }, chunk, start, may_reject(ctx)).await;
+    let (iso, err) = isolate(&mut Nested { loader }, chunk, start, &mut gate(ctx)).await;
     Progress::add(&ctx.progress.server_skipped, iso.server_skipped);
-    finished(ctx, 0, chunk, iso.loaded, iso.rejects, iso.done);
+    finished(ctx, 0, chunk, iso.loaded, iso.bytes, iso.rejects, iso.done);
     let Some(error) = err else { return true };
     let hint = match error.kind() {
         ErrorKind::RejectLimit => REJECT_LIMIT,

@@ -20,7 +20,7 @@ use crate::chunk::Chunk;
 use crate::conn::Target;
 use crate::error::{classify, Class, Error};
 use crate::progress::Progress;
-use crate::reject::isolate::{isolate, Resilient, Start};
+use crate::reject::isolate::{isolate, Gate, Resilient, Start};
 
 /// Reconnect attempts after a broken connection, with doubling delays
 /// from [`FIRST_BACKOFF`]: about 8 s in all, enough for a server restart
@@ -85,7 +85,8 @@ pub(super) async fn work(
                 let skipped = loader.take_skipped();
                 if skipped.is_empty() {
                     let lines = vec![(chunk.first_line, chunk.last_line())];
-                    finished(&ctx, id, &chunk, rows, Vec::new(), lines);
+                    let bytes = chunk.data.len() as u64;
+                    finished(&ctx, id, &chunk, rows, bytes, Vec::new(), lines);
                     true
                 } else {
                     let start = Start::Skipped { rows, skipped };
@@ -150,9 +151,9 @@ fn chunk_over(ctx: &Ctx, chunk: &Chunk, ok: bool) -> bool {
 /// Isolates the bad rows of a failed chunk; false when the load must stop.
 async fn isolated(loader: &mut Loader, ctx: &Ctx, id: usize, chunk: &Chunk, start: Start) -> bool {
     let mut session = Session { loader, ctx };
-    let (iso, err) = isolate(&mut session, chunk, start, may_reject(ctx)).await;
+    let (iso, err) = isolate(&mut session, chunk, start, &mut gate(ctx)).await;
     Progress::add(&ctx.progress.server_skipped, iso.server_skipped);
-    finished(ctx, id, chunk, iso.loaded, iso.rejects, iso.done);
+    finished(ctx, id, chunk, iso.loaded, iso.bytes, iso.rejects, iso.done);
     match err {
         None => true,
         Some(error) => {
@@ -167,27 +168,30 @@ async fn isolated(loader: &mut Loader, ctx: &Ctx, id: usize, chunk: &Chunk, star
     }
 }
 
-/// Asked by isolation before each reject: says no once
-/// `--max-rejects` is exceeded (counted over the whole load).
-pub(super) fn may_reject(ctx: &Ctx) -> impl FnMut() -> bool + Send {
-    let (progress, max) = (ctx.progress.clone(), ctx.max_rejects);
-    move || progress.claim_reject(max)
+/// A chunk's claims on `--max-rejects` (counted over the whole load),
+/// asked by isolation before each reject: says no once the limit is
+/// exceeded.
+pub(super) fn gate(ctx: &Ctx) -> Gate {
+    Gate::new(ctx.progress.clone(), ctx.max_rejects)
 }
 
-/// Records a chunk's outcome: counters, done line ranges, its rejects (in
-/// input order, by the reject file).
+/// Records a chunk's outcome: counters (`rows` loaded, in `bytes` of
+/// input whose rows are committed or rejected: the whole chunk's unless
+/// its isolation stopped midway), done line ranges, its rejects (in input
+/// order, by the reject file).
 pub(super) fn finished(
     ctx: &Ctx,
     id: usize,
     chunk: &Chunk,
     rows: u64,
+    bytes: u64,
     rejects: Vec<crate::reject::Reject>,
     done: Vec<(u64, u64)>,
 ) {
     Progress::add(&ctx.progress.rows_loaded, rows);
     Progress::add(&ctx.progress.worker_rows[id], rows);
     Progress::add(&ctx.progress.rows_rejected, rejects.len() as u64);
-    Progress::add(&ctx.progress.bytes_loaded, chunk.data.len() as u64);
+    Progress::add(&ctx.progress.bytes_loaded, bytes);
     let mut s = ctx.shared.lock().expect("worker state");
     if let Some(file) = s.rejects.as_mut() {
         if let Err(e) = file.submit(chunk.seq, rejects) {

@@ -11,7 +11,7 @@
 //!   the distance to that bad row, so a dirty chunk does not resend its
 //!   whole tail after every bad row; and no range sent in one
 //!   transaction's pass is longer than the gaps between the failures so
-//!   far warrant (`range_bytes`), so a failure undoes a fraction of the
+//!   far warrant (`reject/sizes.rs`), so a failure undoes a fraction of the
 //!   rows since the last one;
 //! - the server did not name one (foreign keys and AFTER triggers fire at
 //!   the end of the statement, deferred constraints at COMMIT): the range
@@ -21,7 +21,10 @@
 //!   restart: reconnect, settle an in-doubt `COMMIT` by `txid_status`;
 //!   deadlocks, serialization failures, lock timeouts: retry the range), so
 //!   only row errors reach this module; anything else that gets through
-//!   (see [`classify`]) stops, and never rejects a row.
+//!   (see [`classify`]) stops, and never rejects a row;
+//! - each reject is claimed against `--max-rejects` through the chunk's
+//!   [`Gate`]; the claims of a pass that committed nothing are given
+//!   back, since the pass after it claims the same rows again.
 //!
 //! Ranges are handled in input order, so of two rows that conflict (a
 //! duplicate key inside one chunk) the first one is loaded and the later
@@ -31,49 +34,15 @@ use std::collections::VecDeque;
 
 use copyfmt::scan::{self, Format, RecordSpan};
 
+use super::gate::reject_limit;
+pub use super::gate::Gate;
 pub use super::resilient::Resilient;
+use super::sizes::{range_bytes, AHEAD, AHEAD_BYTES, MIN_WINDOW};
 use super::Reject;
 use crate::batch::{Batch, BatchError};
 use crate::chunk::Chunk;
-use crate::error::{classify, Class, Error, ErrorKind, Result};
+use crate::error::{classify, Class, Error, Result};
 use crate::failure::RowFailure;
-
-/// Smallest retry window after a located bad row: below this, per-batch
-/// round trips cost more than resending a few rows.
-const MIN_WINDOW: usize = 64;
-
-/// Ranges sent in one round trip ([`Resilient::attempts`]): at most this
-/// many, those after the first of at most [`AHEAD_BYTES`] together. When a
-/// range fails, the ones behind it were sent for nothing (the server
-/// drops them), so the bytes bound what a bad row costs the wire.
-const AHEAD: usize = 64;
-/// See [`AHEAD`].
-const AHEAD_BYTES: usize = 64 * 1024;
-/// Bounds of the longest range sent in one transaction's pass
-/// ([`range_bytes`]).
-const MIN_RANGE_BYTES: usize = 8 * 1024;
-/// See [`MIN_RANGE_BYTES`].
-const MAX_RANGE_BYTES: usize = 1024 * 1024;
-
-/// The longest range worth sending when `failures` ranges failed in the
-/// first `reached` bytes of the chunk. A failure undoes the rows of its
-/// range before the bad one (the server parsed and inserted them for
-/// nothing), so long ranges waste more per bad row; every range is also a
-/// statement and a savepoint, so short ones cost more per row. With `g`
-/// bytes between failures, ranges of `r` bytes waste about `r / 2` per
-/// failure and cost one statement per `r`: the sum is least near
-/// `sqrt(2 g s / c)`, `s / c` (a statement's cost over a byte's) being
-/// about 2,000 bytes on PG 15, hence `sqrt(4096 g)`. Without the bound,
-/// the range after a bad row was the rest of the chunk: 1% duplicate
-/// keys and CHECK failures made the server insert 1.8x the file's rows.
-fn range_bytes(reached: usize, failures: usize) -> usize {
-    match failures {
-        0 => MAX_RANGE_BYTES,
-        f => (4096 * (reached / f).max(1))
-            .isqrt()
-            .clamp(MIN_RANGE_BYTES, MAX_RANGE_BYTES),
-    }
-}
 
 /// How the ranges of a chunk are sent.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -99,6 +68,10 @@ pub struct Isolated {
     pub done: Vec<(u64, u64)>,
     /// Rows the server itself set aside (`ON_ERROR ignore`).
     pub server_skipped: u64,
+    /// Bytes of the chunk whose rows are committed or rejected: all of
+    /// it, unless isolation stopped midway (then those of `done`, so that
+    /// the load's `bytes_loaded` does not count what was never loaded).
+    pub bytes: u64,
 }
 
 /// Where isolation starts from: what the attempt at the whole chunk did.
@@ -145,15 +118,15 @@ impl Start {
 }
 
 /// Loads every good row of `chunk` and returns the bad ones. `start` is
-/// what the attempt at the whole chunk did. `may_reject`
-/// is asked before each reject (it enforces `--max-rejects`); when it
-/// says no, isolation stops with a `RejectLimit` error. When isolation
-/// stops, what it did so far is returned with the error.
+/// what the attempt at the whole chunk did. `gate` is claimed before each
+/// reject is committed (it enforces `--max-rejects`); when it says no,
+/// isolation stops with a `RejectLimit` error. When isolation stops, what
+/// it did so far is returned with the error.
 pub async fn isolate(
     loader: &mut impl Resilient,
     chunk: &Chunk,
     start: Start,
-    mut may_reject: impl FnMut() -> bool,
+    gate: &mut Gate,
 ) -> (Isolated, Option<Error>) {
     let again = start.again();
     // Rows the chunk's own attempt committed (`ON_ERROR ignore`) stay
@@ -162,23 +135,27 @@ pub async fn isolate(
         Start::Skipped { rows, .. } => *rows,
         _ => 0,
     };
-    match in_one_transaction(loader, chunk, start, &mut may_reject).await {
-        Ok(Some(out)) => return finish(out, None),
+    match in_one_transaction(loader, chunk, start, gate).await {
+        Ok(Some(out)) => return finish(chunk, out, None),
         Ok(None) => {}
         Err(e) => {
             let out = Isolated {
                 loaded: committed,
                 ..Isolated::default()
             };
-            return finish(out, Some(e));
+            return finish(chunk, out, Some(e));
         }
     }
     let mut out = Isolated::default();
-    let result = run(loader, chunk, again, may_reject, &mut out, Mode::PerRange).await;
-    finish(out, result.err())
+    let claim = || gate.claim();
+    let result = run(loader, chunk, again, claim, &mut out, Mode::PerRange).await;
+    finish(chunk, out, result.err())
 }
 
-fn finish(mut out: Isolated, e: Option<Error>) -> (Isolated, Option<Error>) {
+fn finish(chunk: &Chunk, mut out: Isolated, e: Option<Error>) -> (Isolated, Option<Error>) {
+    if e.is_none() {
+        out.bytes = chunk.data.len() as u64;
+    }
     out.rejects.sort_by_key(|r| r.at.record);
     out.done.sort_unstable();
     (out, e)
@@ -188,12 +165,14 @@ fn finish(mut out: Isolated, e: Option<Error>) -> (Isolated, Option<Error>) {
 /// [`Mode::OneTransaction`]). `Ok(None)`: nothing of it was committed, so
 /// the caller may do it again range by range. The rejects are weighed
 /// against `--max-rejects` only before the commit, so that a chunk that
-/// goes over the limit commits nothing.
+/// goes over the limit commits nothing; whenever nothing is committed,
+/// their claims are given back (the pass range by range claims the same
+/// rows again, and the load would count them twice).
 async fn in_one_transaction(
     loader: &mut impl Resilient,
     chunk: &Chunk,
     start: Start,
-    may_reject: &mut impl FnMut() -> bool,
+    gate: &mut Gate,
 ) -> Result<Option<Isolated>> {
     let Ok(xid) = loader.begin().await else {
         return Ok(None);
@@ -212,13 +191,17 @@ async fn in_one_transaction(
         loader.rollback().await;
         return Ok(None);
     }
-    if !out.rejects.iter().all(|_| may_reject()) {
+    if !gate.claim_all(out.rejects.len()) {
         loader.rollback().await;
         return Err(reject_limit());
     }
     match loader.commit(xid).await {
         Ok(true) => Ok(Some(out)),
-        Ok(false) => Ok(None),
+        Ok(false) => {
+            gate.release(out.rejects.len() as u64);
+            Ok(None)
+        }
+        // Perhaps committed: the claims stand, and the load stops.
         Err(e) => Err(Error::from(e.error)),
     }
 }
@@ -243,7 +226,7 @@ async fn run(
     };
     let mut queue: VecDeque<(usize, usize, Option<BatchError>)> = VecDeque::new();
     // How dirty the chunk looks so far: failed ranges, and how far into
-    // the chunk the ranges tried reached ([`range_bytes`]).
+    // the chunk the ranges tried reached (`range_bytes`).
     let (mut failures, mut reached) = (0usize, 0usize);
     match start {
         Start::Failed(first) => queue.push_back((0, n, Some(first))),
@@ -486,11 +469,13 @@ impl Site<'_> {
             }
             if from < bad {
                 out.done.push(self.lines(from, bad));
+                out.bytes += self.bytes(from, bad) as u64;
             }
             from = bad + 1;
         }
         if from < hi {
             out.done.push(self.lines(from, hi));
+            out.bytes += self.bytes(from, hi) as u64;
         }
         for &k in skipped.iter().rev() {
             let bad = lo + k as usize;
@@ -547,19 +532,12 @@ fn reject(
     }
     let span = &site.spans[index];
     out.done.push(site.lines(index, index + 1));
+    out.bytes += site.bytes(index, index + 1) as u64;
     out.rejects.push(Reject {
         at,
         raw: site.chunk.data.slice(span.start..span.end),
     });
     Ok(())
-}
-
-pub(crate) fn reject_limit() -> Error {
-    Error::new(
-        ErrorKind::RejectLimit,
-        "stopped: more rows were rejected than --max-rejects allows",
-    )
-    .with_hint("see the reject file; raise --max-rejects to let the load go on")
 }
 
 /// An error that ends isolation, placed at the range it happened in.

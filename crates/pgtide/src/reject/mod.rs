@@ -15,9 +15,11 @@
 //! which holds at most the rejects of the chunks in flight (bounded by
 //! workers x chunk size), however many rows are rejected in total.
 
+pub mod gate;
 pub mod isolate;
 pub mod paths;
 mod resilient;
+mod sizes;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;

@@ -28,7 +28,7 @@ use crate::error::Error;
 use crate::load::copy::copy_bytes;
 use crate::load::spec::record_of_error;
 use crate::load::step::in_step_after;
-use crate::reject::isolate::{isolate, Resilient, Start};
+use crate::reject::isolate::{isolate, Gate, Resilient, Start};
 use crate::reject::Reject;
 
 /// One destination's rows as isolation sends them: every batch under a
@@ -144,13 +144,33 @@ pub(super) async fn load_part(
 
 /// Server `i`'s part of `chunk` again, its bad rows isolated and returned
 /// (placed in the input), in one transaction. The first attempt was
-/// rolled back.
+/// rolled back. A part that fails commits nothing (unless its `COMMIT` is
+/// in doubt): its rows are not rejected, so its claims on `--max-rejects`
+/// are given back (`reject/gate.rs`); kept, they could make another
+/// worker stop the load with `RejectLimit` instead of this part's error.
 pub(super) async fn isolate_part(
     s: &Shared,
     client: &Client,
     i: usize,
     routed: &Routed,
     chunk: &Chunk,
+) -> Result<(super::server::Counts, Vec<Reject>), PartFailed> {
+    let mut gate = s.gate();
+    let part = isolated_part(s, client, i, routed, chunk, &mut gate).await;
+    if part.as_ref().is_err_and(|f| !f.in_doubt) {
+        gate.release(gate.held());
+    }
+    part
+}
+
+/// [`isolate_part`], its rejects claimed through `gate`.
+async fn isolated_part(
+    s: &Shared,
+    client: &Client,
+    i: usize,
+    routed: &Routed,
+    chunk: &Chunk,
+    gate: &mut Gate,
 ) -> Result<(super::server::Counts, Vec<Reject>), PartFailed> {
     let label = &s.servers[i].label;
     let txid = super::server::begin(client)
@@ -172,9 +192,8 @@ pub(super) async fn isolate_part(
             eol_errors: 0,
             ..chunk.clone()
         };
-        let may_reject = s.may_reject();
         let mut session = DestSession { s, client, d };
-        let (iso, err) = isolate(&mut session, &own, Start::Fresh, may_reject).await;
+        let (iso, err) = isolate(&mut session, &own, Start::Fresh, gate).await;
         if let Some(e) = err {
             let _ = client.batch_execute("ROLLBACK").await;
             return Err(name_server(e, &s.dests[d].label, None).into());

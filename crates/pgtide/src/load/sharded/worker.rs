@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::load::row_error::line_ending_error;
 use crate::load::LineRange;
 use crate::progress::Progress;
-use crate::reject::isolate::reject_limit;
+use crate::reject::gate::reject_limit;
 
 /// Loads chunks from `rx` over `clients` (one per server, connected before
 /// the load started) until the channel closes or the load fails.
@@ -66,8 +66,7 @@ pub(super) async fn worker(
         }
         // Rows refused on the client count against --max-rejects as the
         // servers' do; past it, nothing of the chunk is sent.
-        let mut may_reject = s.may_reject();
-        if !routed.screened.iter().all(|_| may_reject()) {
+        if !s.gate().claim_all(routed.screened.len()) {
             s.ledger
                 .lock()
                 .unwrap()
