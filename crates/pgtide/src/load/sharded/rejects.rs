@@ -17,7 +17,6 @@
 //! chunk). What isolation cannot settle inside a transaction (a deferred
 //! constraint failing at COMMIT, a lost connection) stops the load.
 
-use bytes::Bytes;
 use tokio_postgres::Client;
 
 use super::server::{commit_part, first_attempt, name_server, Part, PartFailed};
@@ -183,7 +182,7 @@ async fn isolated_part(
     for d in (0..s.dests.len()).filter(|&d| s.dests[d].server == i && !routed.bufs[d].is_empty()) {
         let records = &routed.records[d];
         let own = Chunk {
-            data: Bytes::from(routed.bufs[d].clone()),
+            data: routed.bufs[d].clone(),
             first_line: 1,
             first_record: 0,
             first_byte: 0,

@@ -3,6 +3,7 @@
 //! destination's buffer (a record the client cannot split or route goes
 //! to the coordinator's parent table).
 
+use bytes::Bytes;
 use copyfmt::fields::{split_record_prefix, Fields};
 use copyfmt::scan::{self, RecordSpan};
 
@@ -16,7 +17,9 @@ use crate::shard::Scratch;
 
 /// One chunk cut into per-destination buffers.
 pub(super) struct Routed {
-    pub bufs: Vec<Vec<u8>>,
+    /// Per destination: its records' bytes (shared, not copied, by every
+    /// attempt that sends them).
+    pub bufs: Vec<Bytes>,
     /// Per destination: the index in the chunk of each record sent.
     pub records: Vec<Vec<u64>>,
     /// Every record of the chunk, in order.
@@ -103,7 +106,7 @@ pub(super) fn route_chunk(s: &Shared, chunk: &Chunk) -> crate::error::Result<Rou
         records[dest].push(index);
     }
     Ok(Routed {
-        bufs,
+        bufs: bufs.into_iter().map(Bytes::from).collect(),
         records,
         spans,
         screened,

@@ -14,7 +14,6 @@
 //! leaf and server that refused it: the server's `line N` counts lines of
 //! that destination's COPY, which are not the chunk's.
 
-use bytes::Bytes;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::{Dest, Routed, Shared};
@@ -80,7 +79,7 @@ pub(super) async fn first_attempt(
         .map_err(|e| part_error(e, label, chunk))?;
     let mut counts = Vec::new();
     for d in mine {
-        let data = Bytes::from(routed.bufs[d].clone());
+        let data = routed.bufs[d].clone();
         let sent = routed.records[d].len() as u64;
         let dest = &s.dests[d];
         let got = match copy_bytes(client, &dest.sql, &s.framing, &data, s.message_bytes).await {

@@ -3,11 +3,14 @@
 //! committed, what the servers refused (`--rejects`) and the first
 //! failure.
 
+use std::sync::Arc;
+
 use async_channel::Receiver;
+use tokio::task::JoinHandle;
 use tokio_postgres::Client;
 
 use super::rejects::load_part;
-use super::route::route_chunk;
+use super::route::{route_chunk, Routed};
 use super::Shared;
 use crate::chunk::Chunk;
 use crate::error::Result;
@@ -19,12 +22,20 @@ use crate::reject::gate::reject_limit;
 /// Loads chunks from `rx` over `clients` (one per server, connected before
 /// the load started) until the channel closes or the load fails.
 pub(super) async fn worker(
-    s: &Shared,
+    s: &Arc<Shared>,
     rx: Receiver<Chunk>,
     w: usize,
     clients: Vec<Client>,
 ) -> Result<()> {
-    while let Ok(chunk) = rx.recv().await {
+    let mut ahead = route_next(s, &rx);
+    loop {
+        let routing = |e| crate::error::Error::bug(format!("routing a chunk: {e}"));
+        let Some(next) = (&mut ahead).await.map_err(routing)? else {
+            break;
+        };
+        let (chunk, routed) = next.map_err(routing)?;
+        // The next chunk is routed while this one's parts are sent.
+        ahead = route_next(s, &rx);
         if s.ledger.lock().unwrap().failure.is_some() {
             break;
         }
@@ -37,7 +48,7 @@ pub(super) async fn worker(
             }
             break;
         }
-        let mut routed = match route_chunk(s, &chunk) {
+        let mut routed = match routed {
             Ok(r) => r,
             Err(e) => {
                 s.ledger.lock().unwrap().failure.get_or_insert(e);
@@ -152,7 +163,31 @@ pub(super) async fn worker(
             }
         }
     }
+    // A chunk taken ahead when the load stopped is not loaded: its lines
+    // are not among the committed ones the summary lists.
+    ahead.abort();
     Ok(())
+}
+
+/// A chunk routed ahead, or why its routing did not finish.
+type Ahead = std::result::Result<(Chunk, Result<Routed>), tokio::task::JoinError>;
+
+/// Takes the next chunk and routes it on a blocking thread, so that a
+/// worker's routing (the client's CPU) overlaps the sending of the chunk
+/// before it (the servers' work) instead of alternating with it; `None`
+/// once the channel is closed and empty (a routing that panicked is an
+/// error, never the end of the input). Each worker so holds up to two
+/// routed chunks.
+fn route_next(s: &Arc<Shared>, rx: &Receiver<Chunk>) -> JoinHandle<Option<Ahead>> {
+    let (s, rx) = (s.clone(), rx.clone());
+    tokio::spawn(async move {
+        let chunk = rx.recv().await.ok()?;
+        let route = move || {
+            let routed = route_chunk(&s, &chunk);
+            (chunk, routed)
+        };
+        Some(tokio::task::spawn_blocking(route).await)
+    })
 }
 
 /// With `--resume`, a lost server is finished by running the same load
