@@ -321,3 +321,33 @@ async fn with_rejects_a_resumed_load_rejects_each_bad_row_once() {
         "{first:?} {second:?}"
     );
 }
+
+#[tokio::test]
+async fn a_load_begun_under_other_routing_rules_is_not_resumed() {
+    let db = Db::start().await;
+    let (_shards, remote) = support::shard_server(&db).await;
+    setup(&db, &remote).await;
+    let path = db.file(input().as_bytes(), support::Compress::None);
+    let path = path.to_str().unwrap();
+    let r = load(&db, &options(path, "s", 2, 8 << 10)).await.unwrap();
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    // What a pgtide before routing version 2 left: markers with 0 rows.
+    db.client
+        .batch_execute("UPDATE pgtide.ledger SET rows = 0 WHERE shard LIKE '@%'")
+        .await
+        .unwrap();
+    let again = load(&db, &options(path, "s", 2, 8 << 10)).await;
+    let e = match again {
+        Err(e) => e.to_string(),
+        Ok(r) => format!("{:?}", r.failure),
+    };
+    assert!(e.contains("other rules"), "{e}");
+    // Under the same rules it resumes (nothing left to load).
+    db.client
+        .batch_execute("UPDATE pgtide.ledger SET rows = 2 WHERE shard LIKE '@%'")
+        .await
+        .unwrap();
+    let r = load(&db, &options(path, "s", 2, 8 << 10)).await.unwrap();
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.rows_read, 0);
+}

@@ -40,7 +40,8 @@ pub async fn list(client: &Client) -> Result<Vec<Entry>> {
     let rows = client
         .query(
             "SELECT input, table_name, max(size), sum(end_byte - first_byte)::bigint, \
-             sum(rows)::bigint, count(*), count(DISTINCT run), max(committed_at)::text, shard \
+             coalesce(sum(rows) FILTER (WHERE shard IS NULL OR shard NOT LIKE '@%'), 0)::bigint, \
+             count(*), count(DISTINCT run), max(committed_at)::text, shard \
              FROM pgtide.ledger GROUP BY input, table_name, shard \
              ORDER BY input, table_name, shard NULLS FIRST",
             &[],

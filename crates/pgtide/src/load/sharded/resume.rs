@@ -26,7 +26,11 @@
 //! an empty range) is committed before any row is sent: `pgtide ledger
 //! list` there names the servers whose ledgers hold entries, and the
 //! coordinator path refuses to resume such an input (it could not send
-//! each server only its missing rows).
+//! each server only its missing rows). A marker's `rows` holds the
+//! version of the routing rules ([`ROUTING`]) that wrote the entries: a
+//! resume under other rules could find a record "done" on the server it
+//! routes to now though an earlier run sent it elsewhere, so it is
+//! refused.
 
 use std::collections::BTreeMap;
 
@@ -84,6 +88,27 @@ impl ShardResume {
     }
 }
 
+/// The routing rules' version, kept in the coordinator's markers. 1 (a
+/// marker's `rows` was 0): records split whole, a record with extra
+/// fields sent through the coordinator. 2: records split up to their last
+/// key column, a record with extra fields sent to its key's server.
+pub const ROUTING: u64 = 2;
+const ROUTING_I64: i64 = ROUTING as i64;
+
+/// A resume of an input whose entries another routing wrote.
+fn other_routing(input: &str, version: i64) -> Error {
+    Error::config(format!(
+        "--resume: {input} was begun by a pgtide that routed records to servers by other rules \
+         (version {}, this one has {ROUTING}): a record could be taken for done on a server \
+         that never received it",
+        version.max(1)
+    ))
+    .with_hint(format!(
+        "finish the load with the pgtide that began it, or clear its entries with `pgtide ledger \
+         forget {input}` on every server and load the rest without --resume"
+    ))
+}
+
 /// Reads every server's ledger (creating it where missing) and commits
 /// the coordinator's markers. `clients` are connected to `servers`, in
 /// order; `clients[0]` is the coordinator.
@@ -117,12 +142,18 @@ pub(super) async fn prepare(
             let marker = format!("@{}", s.label);
             let there = clients[0]
                 .query_opt(
-                    "SELECT FROM pgtide.ledger WHERE input = $1 AND shard = $2 LIMIT 1",
+                    "SELECT rows FROM pgtide.ledger WHERE input = $1 AND shard = $2 LIMIT 1",
                     &[&id.path, &marker],
                 )
                 .await?;
-            if there.is_none() {
-                ledger::insert(&clients[0], id, &resume.run, (0, 0), 0, Some(&marker)).await?;
+            match there.map(|r| r.get::<_, i64>(0)) {
+                None => {
+                    let empty = (0, 0);
+                    ledger::insert(&clients[0], id, &resume.run, empty, ROUTING, Some(&marker))
+                        .await?;
+                }
+                Some(ROUTING_I64) => {}
+                Some(other) => return Err(other_routing(&id.path, other)),
             }
         }
     }
