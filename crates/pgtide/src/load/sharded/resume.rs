@@ -103,10 +103,11 @@ fn other_routing(input: &str, version: i64) -> Error {
          that never received it",
         version.max(1)
     ))
-    .with_hint(format!(
-        "finish the load with the pgtide that began it, or clear its entries with `pgtide ledger \
-         forget {input}` on every server and load the rest without --resume"
-    ))
+    .with_hint(
+        "finish the load with the pgtide version that began it: its ledgers say which rows each \
+         server holds (clearing them with `pgtide ledger forget` and loading again would load \
+         the committed rows a second time)",
+    )
 }
 
 /// Reads every server's ledger (creating it where missing) and commits
