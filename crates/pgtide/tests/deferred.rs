@@ -217,3 +217,69 @@ async fn bytes_of_a_chunk_stopped_midway_are_those_it_settled() {
     assert!(report.rows_loaded > 0 && settled < data.len() as u64);
     assert_eq!(report.bytes, settled, "{:?}", report.committed);
 }
+
+/// PostgreSQL 17+: a chunk loaded with `ON_ERROR ignore` commits its good
+/// rows at once; when its skipped rows then go over `--max-rejects`, the
+/// load stops, and what that first COMMIT made durable is still reported:
+/// its rows as loaded and their lines as committed (what `--resume` and
+/// the summary trust). Before PG 17 nothing of the chunk is committed.
+#[tokio::test]
+async fn rows_committed_before_a_reject_limit_are_reported_with_their_lines() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute("CREATE TABLE soft_stop (id int, n int)")
+        .await
+        .unwrap();
+    let lines: Vec<String> = (1..=300)
+        .map(|id| match id % 30 {
+            0 => format!("{id},x\n"),
+            _ => format!("{id},{id}\n"),
+        })
+        .collect();
+    let file = db.file(lines.concat().as_bytes(), Compress::None);
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = LoadOptions::new(
+        vec![file.to_string_lossy().into_owned()],
+        QualifiedName::parse("soft_stop").unwrap(),
+        CopyFormat::Csv,
+    );
+    o.rejects = Some(dir.path().join("r.csv"));
+    o.max_rejects = Some(4);
+    let report = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+        .await
+        .expect("load starts");
+    let err = report.failure.as_ref().expect("must stop");
+    assert_eq!(err.kind(), pgtide::ErrorKind::RejectLimit);
+    let in_table: i64 = db
+        .client
+        .query_one("SELECT count(*) FROM soft_stop", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(report.rows_loaded, in_table as u64);
+    let expected = if db.cluster.bin().version() >= 17 {
+        290
+    } else {
+        0
+    };
+    assert_eq!(report.rows_loaded, expected);
+    let settled: Vec<u64> = report
+        .committed
+        .iter()
+        .flat_map(|r| r.first..=r.last)
+        .collect();
+    assert_eq!(
+        settled.len() as u64,
+        report.rows_loaded + report.rows_rejected
+    );
+    assert!(
+        settled.iter().all(|&l| l % 30 != 0),
+        "{:?}",
+        report.committed
+    );
+    let bytes: u64 = settled
+        .iter()
+        .map(|&l| lines[l as usize - 1].len() as u64)
+        .sum();
+    assert_eq!(report.bytes, bytes);
+}

@@ -129,20 +129,14 @@ pub async fn isolate(
     gate: &mut Gate,
 ) -> (Isolated, Option<Error>) {
     let again = start.again();
-    // Rows the chunk's own attempt committed (`ON_ERROR ignore`) stay
-    // committed whatever happens here.
-    let committed = match &start {
-        Start::Skipped { rows, .. } => *rows,
-        _ => 0,
-    };
     match in_one_transaction(loader, chunk, start, gate).await {
         Ok(Some(out)) => return finish(chunk, out, None),
         Ok(None) => {}
         Err(e) => {
-            let out = Isolated {
-                loaded: committed,
-                ..Isolated::default()
-            };
+            // Rows the chunk's own attempt committed (`ON_ERROR ignore`)
+            // stay committed whatever happened here: they are reported
+            // as loaded and their lines as done.
+            let out = committed_by_attempt(loader, chunk, &again);
             return finish(chunk, out, Some(e));
         }
     }
@@ -150,6 +144,28 @@ pub async fn isolate(
     let claim = || gate.claim();
     let result = run(loader, chunk, again, claim, &mut out, Mode::PerRange).await;
     finish(chunk, out, result.err())
+}
+
+/// What the chunk's own attempt committed, as isolation reports it: with
+/// `ON_ERROR ignore`, every record but those the server skipped.
+fn committed_by_attempt(loader: &impl Resilient, chunk: &Chunk, start: &Start) -> Isolated {
+    let mut out = Isolated::default();
+    let Start::Skipped { rows, skipped } = start else {
+        return out;
+    };
+    let dialect = loader.dialect().clone();
+    let spans: Vec<RecordSpan> = scan::records_with(&dialect, chunk.eol, &chunk.data).collect();
+    let site = Site {
+        chunk,
+        spans: &spans,
+        format: dialect.format,
+        relname: loader.relname(),
+    };
+    out.loaded = *rows;
+    // The skipped records stay undone: nothing settled them.
+    let mut untried = VecDeque::new();
+    site.settled_around(0, spans.len(), skipped, &mut out, &mut untried);
+    out
 }
 
 fn finish(chunk: &Chunk, mut out: Isolated, e: Option<Error>) -> (Isolated, Option<Error>) {
