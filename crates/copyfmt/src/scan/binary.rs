@@ -25,8 +25,8 @@ pub(super) enum Bin {
 
 impl Scanner {
     /// Binary: walks the length words, skipping field data in bulk.
-    pub(super) fn scan_binary(&mut self, input: &[u8], stop: Stop) -> (Acc, bool) {
-        let mut acc = Acc::default();
+    /// Returns true if it stopped just after a record end (`Stop::First`).
+    pub(super) fn scan_binary(&mut self, input: &[u8], stop: Stop, acc: &mut Acc) -> bool {
         let mut pos = 0;
         while pos < input.len() {
             match self.bin_step(input, &mut pos) {
@@ -40,7 +40,7 @@ impl Scanner {
                         bad: 0,
                     });
                     if stop == Stop::First {
-                        return (acc, true);
+                        return true;
                     }
                 }
                 Ok(Ev::EodBefore) => {
@@ -53,7 +53,7 @@ impl Scanner {
                 }
             }
         }
-        (acc, false)
+        false
     }
 
     /// Advances the binary machine by at least one byte (`pos` < len).

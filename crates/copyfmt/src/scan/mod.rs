@@ -96,6 +96,7 @@ use std::fmt;
 
 mod binary;
 mod eol;
+mod records;
 mod server_lines;
 mod textcsv;
 
@@ -104,6 +105,7 @@ mod tests;
 
 use binary::Bin;
 pub use eol::{Eol, EolError};
+pub use records::{records, records_with, RecordSpan};
 pub use server_lines::{record_at_server_line, server_lines};
 use textcsv::St;
 
@@ -277,6 +279,21 @@ struct Acc {
     lines: u64,
     bad: u64,
     last: Option<Boundary>,
+    /// Text/CSV, for [`Scanner::scan_ends`]: every record end of the call,
+    /// not only the last, each with its own line-ending error (`bad` and
+    /// `last_error` only describe the call as a whole).
+    ends: Option<Vec<End>>,
+}
+
+/// One record end found by [`Scanner::scan_ends`], relative to its input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct End {
+    /// Just after the record's terminator.
+    offset: usize,
+    /// Line breaks from the start of the input up to `offset`.
+    lines: u64,
+    /// This record's line-ending error.
+    error: Option<EolError>,
 }
 
 impl Scanner {
@@ -371,26 +388,49 @@ impl Scanner {
     /// malformed binary data returns the last boundary before the bad tuple
     /// and sets [`Scanner::error`]. After either, every call returns `None`.
     pub fn scan(&mut self, input: &[u8], stop: Stop) -> Option<Boundary> {
+        let mut acc = Acc::default();
+        self.scan_into(input, stop, &mut acc);
+        acc.last
+    }
+
+    /// Text/CSV: consumes all of `input` like `Stop::Last`, and appends
+    /// every record end in it to `ends` (offsets and line counts relative
+    /// to `input`). Returns the line breaks counted in `input`.
+    ///
+    /// This is what [`records`] runs on: one pass per window of bytes
+    /// instead of one `Stop::First` call per record, which re-did the
+    /// 64-byte block holding each record's end.
+    fn scan_ends(&mut self, input: &[u8], ends: &mut Vec<End>) -> u64 {
+        debug_assert_ne!(self.dialect.format, Format::Binary);
+        let mut acc = Acc {
+            ends: Some(std::mem::take(ends)),
+            ..Acc::default()
+        };
+        self.scan_into(input, Stop::Last, &mut acc);
+        *ends = acc.ends.take().unwrap_or_default();
+        acc.lines
+    }
+
+    fn scan_into(&mut self, input: &[u8], stop: Stop, acc: &mut Acc) {
         if self.error.is_some() {
             // Still count the bytes, so that `pending_len` is the same
             // however the input was cut.
             self.pending += input.len() as u64;
-            return None;
+            return;
         }
         if self.done || input.is_empty() {
-            return None;
+            return;
         }
-        let (acc, stopped) = if self.dialect.format == Format::Binary {
-            self.scan_binary(input, stop)
+        let stopped = if self.dialect.format == Format::Binary {
+            self.scan_binary(input, stop, acc)
         } else {
-            self.scan_rows(input, stop)
+            self.scan_rows(input, stop, acc)
         };
         self.pending = match (stopped, acc.last) {
             (true, _) => 0,
             (false, Some(b)) => (input.len() - b.offset) as u64,
             (false, None) => self.pending + input.len() as u64,
         };
-        acc.last
     }
 
     /// True when no partial record is pending (false after an error, and
@@ -455,91 +495,6 @@ impl Scanner {
         let marker = matches!(self.st, St::StartDot | St::StartDotCr);
         self.done |= marker;
         marker
-    }
-}
-
-/// One record of a buffer split by [`records`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RecordSpan {
-    /// Offset of the record's first byte.
-    pub start: usize,
-    /// Offset just after the record's terminator (or the end of the buffer
-    /// for an unterminated last record).
-    pub end: usize,
-    /// Line breaks before `start` (see [`Boundary::lines`]): the record's
-    /// 0-based line (binary: its 0-based tuple).
-    pub line: u64,
-    /// The record's line-ending error: the server would reject it.
-    pub eol_error: Option<EolError>,
-}
-
-/// Splits whole records (no header) into spans; the last record may lack its
-/// terminator.
-///
-/// This is the end of the input, so a last record that is exactly `\.`
-/// counts as the end marker. Records after the end marker are not
-/// returned. Binary data that cannot be parsed ends the iteration with one
-/// span covering the rest of the buffer, so that no byte goes unreported.
-pub fn records<'a>(d: &Dialect, bytes: &'a [u8]) -> impl Iterator<Item = RecordSpan> + 'a {
-    records_with(d, Eol::Unknown, bytes)
-}
-
-/// Like [`records`], for bytes from a stream whose style `eol` was settled
-/// before them (a chunk of a file): records whose line breaks do not fit
-/// it carry an [`RecordSpan::eol_error`].
-pub fn records_with<'a>(
-    d: &Dialect,
-    eol: Eol,
-    bytes: &'a [u8],
-) -> impl Iterator<Item = RecordSpan> + 'a {
-    Records {
-        scanner: Scanner::resume_with(d.clone(), eol),
-        bytes,
-        pos: 0,
-        line: 0,
-    }
-}
-
-/// The iterator behind [`records`].
-struct Records<'a> {
-    scanner: Scanner,
-    bytes: &'a [u8],
-    pos: usize,
-    line: u64,
-}
-
-impl Iterator for Records<'_> {
-    type Item = RecordSpan;
-
-    fn next(&mut self) -> Option<RecordSpan> {
-        let rest = self.bytes.get(self.pos..).filter(|r| !r.is_empty())?;
-        let start = self.pos;
-        let line = self.line;
-        match self.scanner.scan(rest, Stop::First) {
-            Some(b) => {
-                self.pos += b.offset;
-                self.line += b.lines;
-                Some(RecordSpan {
-                    start,
-                    end: self.pos,
-                    line,
-                    eol_error: (b.bad > 0).then(|| self.scanner.last_error()).flatten(),
-                })
-            }
-            None => {
-                // The rest is an unterminated last record, the end marker,
-                // or (binary) bytes that do not parse.
-                self.pos = self.bytes.len();
-                let broken = self.scanner.error().is_some();
-                let ended = self.scanner.end_of_data() || self.scanner.finish();
-                (broken || !ended).then_some(RecordSpan {
-                    start,
-                    end: self.bytes.len(),
-                    line,
-                    eol_error: self.scanner.pending_error(),
-                })
-            }
-        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! defines the semantics, and the 64-byte bit-mask fast path that must
 //! agree with it. See "Advice for hackers" in [`crate::scan`].
 
-use super::{Acc, Boundary, Eol, EolError, Ev, Scanner, Stop};
+use super::{Acc, Boundary, End, Eol, EolError, Ev, Scanner, Stop};
 
 /// The text/CSV machine: what the next byte means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,9 +62,9 @@ struct Fast {
 }
 
 impl Scanner {
-    /// Text/CSV: 64-byte blocks, fast path where possible.
-    pub(super) fn scan_rows(&mut self, input: &[u8], stop: Stop) -> (Acc, bool) {
-        let mut acc = Acc::default();
+    /// Text/CSV: 64-byte blocks, fast path where possible. Returns true if
+    /// it stopped just after a record end (`Stop::First`).
+    pub(super) fn scan_rows(&mut self, input: &[u8], stop: Stop, acc: &mut Acc) -> bool {
         let mut tail = [0u8; BLOCK];
         let mut base = 0;
         while base < input.len() {
@@ -85,15 +85,15 @@ impl Scanner {
                 (true, false) => self.fast_text(block, n),
             };
             let flow = match fast {
-                Some(f) => self.apply_fast(f, base, stop, &mut acc),
-                None => self.slow_block(&block[..n], base, stop, &mut acc),
+                Some(f) => self.apply_fast(f, base, stop, acc),
+                None => self.slow_block(&block[..n], base, stop, acc),
             };
             if flow == Flow::Stop {
-                return (acc, !self.done);
+                return !self.done;
             }
             base += n;
         }
-        (acc, false)
+        false
     }
 
     /// CSV fast path: `None` means "let the slow path do this block".
@@ -211,13 +211,15 @@ impl Scanner {
             // without `\r`: the first record ended with `\n`.
             self.eol = Eol::Nl;
         }
-        if f.ends != 0 {
-            // The first end in the block closes a record that the slow
-            // path may have found bad.
-            if let Some(e) = self.bad_rec.take() {
-                acc.bad += 1;
-                self.last_error = Some(e);
-            }
+        // The first end in the block closes a record that the slow path
+        // may have found bad; the fast path finds no errors itself.
+        let first_error = match f.ends {
+            0 => None,
+            _ => self.bad_rec.take(),
+        };
+        if let Some(e) = first_error {
+            acc.bad += 1;
+            self.last_error = Some(e);
         }
         if stop == Stop::First && f.ends != 0 {
             let p = f.ends.trailing_zeros() as usize;
@@ -232,6 +234,9 @@ impl Scanner {
             return Flow::Stop;
         }
         self.st = f.next;
+        if let Some(ends) = &mut acc.ends {
+            push_ends(ends, &f, base, acc.lines, first_error);
+        }
         if f.ends != 0 {
             let hi = (63 - f.ends.leading_zeros()) as usize;
             acc.records += count(f.ends);
@@ -284,9 +289,17 @@ impl Scanner {
     /// Counts a record that ended at `offset`, with its line-ending error.
     fn end_record(&mut self, acc: &mut Acc, offset: usize) {
         acc.records += 1;
-        if let Some(e) = self.bad_rec.take() {
+        let error = self.bad_rec.take();
+        if let Some(e) = error {
             acc.bad += 1;
             self.last_error = Some(e);
+        }
+        if let Some(ends) = &mut acc.ends {
+            ends.push(End {
+                offset,
+                lines: acc.lines,
+                error,
+            });
         }
         acc.last = Some(Boundary {
             offset,
@@ -424,6 +437,29 @@ impl Scanner {
             self.step(p);
         }
         self.step(b)
+    }
+}
+
+/// Appends every record end of a fast block at `base` to `ends`; `lines`
+/// are the line breaks counted before the block, and `first_error` is the
+/// line-ending error of the block's first record end.
+fn push_ends(
+    ends: &mut Vec<End>,
+    f: &Fast,
+    base: usize,
+    lines: u64,
+    first_error: Option<EolError>,
+) {
+    let mut error = first_error;
+    let mut left = f.ends;
+    while left != 0 {
+        let p = left.trailing_zeros() as usize;
+        ends.push(End {
+            offset: base + p + 1,
+            lines: lines + count(f.newlines & low_bits(p + 1)),
+            error: error.take(),
+        });
+        left &= left - 1;
     }
 }
 
