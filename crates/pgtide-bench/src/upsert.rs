@@ -5,8 +5,10 @@
 //! primary key. The reference is a plain load of the file into the empty
 //! table; the contenders merge the same file into the table holding every
 //! other row already (filled server-side, vacuumed and analyzed before each
-//! run): `--on-conflict update`, `--on-conflict skip`, and the row-by-row
-//! way, `--method pipeline --sql 'INSERT .. ON CONFLICT (id) DO UPDATE ..'`.
+//! run): `--on-conflict update` (once with the rows holding the file's
+//! values, once with each of them differing), `--on-conflict skip`, and
+//! the row-by-row way, `--method pipeline --sql 'INSERT .. ON CONFLICT (id)
+//! DO UPDATE ..'`.
 //! Targets: update with 2 workers at most 2x the plain load, and at least
 //! 5x faster than the pipeline.
 
@@ -47,6 +49,25 @@ pub struct UpsertBench {
     pub pipeline_rows: u64,
     /// Where files go.
     pub dir: PathBuf,
+}
+
+/// `--on-conflict update` into rows holding the file's values: left alone
+/// (`upsert::Unchanged`), which is what reloading a file that mostly did not
+/// change costs.
+const UPDATE: &str = "--on-conflict update";
+/// `--on-conflict update` where every existing row differs from the file
+/// (its amount): each one is rewritten, the upsert's full cost.
+const UPDATE_CHANGED: &str = "--on-conflict update, existing rows differ";
+
+/// What [`TABLE`] holds before a contender's run.
+#[derive(Clone, Copy)]
+enum Fill {
+    /// Nothing.
+    Empty,
+    /// Every other row of the file, with the file's values.
+    Same,
+    /// Every other row of the file, each with another amount.
+    Other,
 }
 
 /// How a contender loads.
@@ -92,21 +113,31 @@ impl Scenario for UpsertBench {
         time_load(target, &options(&file, SOURCE, 2, How::Plain)?).await?;
         let pipeline = format!("pipeline --sql ON CONFLICT ({sample_rows} rows, scaled)");
         let contenders = [
-            (PLAIN, How::Plain),
-            ("--on-conflict update", How::Merge(OnConflict::Update)),
-            ("--on-conflict skip", How::Merge(OnConflict::Skip)),
-            (pipeline.as_str(), How::Pipeline),
+            (PLAIN, How::Plain, Fill::Empty),
+            (UPDATE, How::Merge(OnConflict::Update), Fill::Same),
+            (UPDATE_CHANGED, How::Merge(OnConflict::Update), Fill::Other),
+            (
+                "--on-conflict skip",
+                How::Merge(OnConflict::Skip),
+                Fill::Same,
+            ),
+            (pipeline.as_str(), How::Pipeline, Fill::Same),
         ];
         for &workers in &self.workers {
-            for (name, how) in contenders {
+            for (name, how, fill) in contenders {
                 if matches!(how, How::Pipeline) && sample_rows == 0 {
                     continue;
                 }
-                let fill = match how {
-                    How::Plain => format!("TRUNCATE {TABLE}"),
-                    _ => format!(
+                let fill = match fill {
+                    Fill::Empty => format!("TRUNCATE {TABLE}"),
+                    Fill::Same => format!(
                         "TRUNCATE {TABLE}; \
                          INSERT INTO {TABLE} SELECT * FROM {SOURCE} WHERE id % 2 = 0"
+                    ),
+                    Fill::Other => format!(
+                        "TRUNCATE {TABLE}; \
+                         INSERT INTO {TABLE} SELECT id, amount + 1, d, ts, tstz, note, u, doc \
+                         FROM {SOURCE} WHERE id % 2 = 0"
                     ),
                 };
                 // VACUUM cannot run in the fill's batch (an implicit

@@ -61,12 +61,19 @@ pub fn load_summary(r: &Report, json: bool) {
         r.server_version,
     );
     if let Some(u) = &r.upsert {
+        let written = match u.written {
+            // A partitioned table does not say which rows were new.
+            0 => format!(
+                "inserted {}, updated {}",
+                thousands(u.inserted),
+                thousands(u.updated)
+            ),
+            n => format!("inserted or updated {}", thousands(n)),
+        };
         outln!(
-            "on conflict ({}) {}: inserted {}, updated {}, unchanged {}",
+            "on conflict ({}) {}: {written}, unchanged {}",
             u.key.join(", "),
             u.on_conflict.name(),
-            thousands(u.inserted),
-            thousands(u.updated),
             thousands(u.unchanged),
         );
     }

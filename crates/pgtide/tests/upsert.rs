@@ -348,3 +348,109 @@ async fn resume_records_merged_chunks_and_a_second_run_has_nothing_left() {
         expected(&rows, OnConflict::Update)
     );
 }
+
+/// `update` leaves a row that holds the file's values already as it is
+/// (no new row version: its xmin stays), counted as unchanged; a value
+/// that differs only in its bytes (`1.0` against `1.00`, equal numerics)
+/// or in a NULL is rewritten. With a row UPDATE trigger on the table or on
+/// one of its partitions, or row-level security, every matched row is
+/// rewritten, since the trigger (or a policy) would see it. A partitioned
+/// target merges through its parent (which once failed: its RETURNING
+/// cannot read xmax).
+#[tokio::test]
+async fn rows_holding_the_files_values_are_left_alone_unless_a_trigger_would_see_them() {
+    let db = Db::start().await;
+    let hit = |on: &str| {
+        format!(
+            "CREATE FUNCTION {on}_hit() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN NEW.hits := OLD.hits + 1; RETURN NEW; END $$;
+             CREATE TRIGGER hit BEFORE UPDATE ON {on}
+               FOR EACH ROW EXECUTE FUNCTION {on}_hit();"
+        )
+    };
+    let columns = "(id int PRIMARY KEY, v text, x numeric, hits int DEFAULT 0)";
+    // (table, what else it has, every matched row rewritten, hits each).
+    let cases = [
+        ("same_plain", String::new(), false, 0),
+        ("same_trig", hit("same_trig"), true, 1),
+        (
+            "same_part",
+            format!(
+                "DROP TABLE same_part; CREATE TABLE same_part {columns} PARTITION BY RANGE (id);
+                 CREATE TABLE same_part_low PARTITION OF same_part FOR VALUES FROM (0) TO (100);
+                 {}",
+                hit("same_part_low")
+            ),
+            true,
+            1,
+        ),
+        (
+            "same_rls",
+            "ALTER TABLE same_rls ENABLE ROW LEVEL SECURITY".to_owned(),
+            true,
+            0,
+        ),
+    ];
+    for (name, extra, all, hits) in cases {
+        db.client
+            .batch_execute(&format!(
+                "CREATE TABLE {name} {columns}; {extra};
+                 INSERT INTO {name} (id, v, x) VALUES
+                   (1, 'a', 1.0), (2, 'b', 1.0), (3, NULL, 2), (4, 'd', NULL), (5, 'e', 5);"
+            ))
+            .await
+            .unwrap();
+        let before = xmins(&db, name).await;
+        // 1 same, 2 same but 1.00, 3 same with its NULL, 4 NULL -> value,
+        // 5 other text, 6 new.
+        let file = b"1,a,1.0\n2,b,1.00\n3,,2\n4,d,4\n5,E,5\n6,f,6\n";
+        let mut o = options(&db, file, name, OnConflict::Update);
+        o.columns = Some(vec!["id".into(), "v".into(), "x".into()]);
+        let r = run(&db, &o).await;
+        assert!(r.failure.is_none(), "{:?}", r.failure);
+        let u = r.upsert.expect("an upsert report");
+        let after = xmins(&db, name).await;
+        let rewritten: Vec<i32> = (1..=5).filter(|id| before[id] != after[id]).collect();
+        let (changed, unchanged) = match all {
+            true => (vec![1, 2, 3, 4, 5], 0),
+            false => (vec![2, 4, 5], 2),
+        };
+        assert_eq!(rewritten, changed, "{name}");
+        let counts = (u.inserted, u.updated, u.written, u.unchanged);
+        let written = 1 + changed.len() as u64;
+        if name == "same_part" {
+            // A partitioned table cannot say which rows were new.
+            assert_eq!(counts, (0, 0, written, unchanged), "{name}");
+        } else {
+            assert_eq!(counts, (1, written - 1, 0, unchanged), "{name}");
+        }
+        let values: Vec<String> = db
+            .client
+            .query(
+                &format!("SELECT format('%s|%s|%s|%s', id, v, x, hits) FROM {name} ORDER BY id"),
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let want: Vec<String> = ["1|a|1.0", "2|b|1.00", "3||2", "4|d|4", "5|E|5"]
+            .iter()
+            .map(|v| format!("{v}|{hits}"))
+            .chain(["6|f|6|0".to_owned()])
+            .collect();
+        assert_eq!(values, want, "{name}");
+    }
+}
+
+/// id -> xmin of every row of `name`.
+async fn xmins(db: &Db, name: &str) -> BTreeMap<i32, String> {
+    db.client
+        .query(&format!("SELECT id, xmin::text FROM {name}"), &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect()
+}

@@ -47,6 +47,8 @@ Upserts (--on-conflict):
   for any --workers and --chunk-bytes (chunks stage their rows in parallel
   and merge in input order; after a failed chunk no later chunk merges, so
   the committed lines are always a prefix of the input). Rows whose key
-  has a NULL never conflict and are all inserted. The summary splits the
-  loaded rows into inserted, updated and unchanged. --rejects works as for
+  has a NULL never conflict and are all inserted. With update, a row that
+  already holds the file's values (byte for byte) is not rewritten, unless
+  the table has row UPDATE triggers or row-level security. The summary
+  splits the loaded rows into inserted, updated and unchanged. --rejects works as for
   plain loads (constraint errors surface at the merge and are bisected).";

@@ -283,9 +283,13 @@ pub struct UpsertReport {
     pub inserted: u64,
     /// Existing rows overwritten (`update`).
     pub updated: u64,
-    /// Loaded rows that changed nothing: their key existed (`skip`), a
-    /// later row of the input had the same key (`update`) or an earlier
-    /// one (`skip`), or a trigger dropped them.
+    /// Rows inserted or updated, where the table cannot tell which (a
+    /// partitioned table); 0 otherwise.
+    pub written: u64,
+    /// Loaded rows that changed nothing: their key existed (`skip`), the
+    /// row held their values already (`update`, see
+    /// [`upsert::Unchanged`]), a later row of the input had the same key
+    /// (`update`) or an earlier one (`skip`), or a trigger dropped them.
     pub unchanged: u64,
 }
 
@@ -367,10 +371,8 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
             key: u.key,
             inserted: outcome.merged.inserted,
             updated: outcome.merged.updated,
-            unchanged: outcome
-                .counts
-                .loaded
-                .saturating_sub(outcome.merged.inserted + outcome.merged.updated),
+            written: outcome.merged.written,
+            unchanged: outcome.counts.loaded.saturating_sub(outcome.merged.total()),
         }),
         shards: Vec::new(),
         single_transaction: opts.single_transaction,

@@ -21,7 +21,8 @@
 //!
 //! Counts: every row that reached the merge is loaded; the summary splits
 //! them into inserted, updated and unchanged (a row that met an existing
-//! key with `skip`, or was superseded by a later row with the same key in
+//! key with `skip`, or with `update` a row holding its values already (see
+//! [`Unchanged`]), or was superseded by a later row with the same key in
 //! the file, or that a BEFORE trigger dropped), from `RETURNING (xmax = 0)`:
 //! 0 for a row version that this statement inserted, the updater's id for
 //! one it updated.
@@ -34,6 +35,9 @@ use crate::ident::quote;
 
 /// The staging table, in the session's own temporary schema.
 pub const STAGE: &str = "pgtide_stage";
+
+/// The target's alias in the merge, which the `DO UPDATE .. WHERE` names.
+const TARGET: &str = "pgtide_target";
 
 /// The staging table's column holding each row's position in the batch.
 pub const ORD: &str = "pgtide_ord";
@@ -77,6 +81,64 @@ pub struct Upsert {
     pub truncate_sql: String,
     /// Merges [`STAGE`] into the target; answers (inserted, merged).
     pub merge_sql: String,
+    /// What `update` does with a row whose values are those it has.
+    pub unchanged: Unchanged,
+}
+
+/// What `--on-conflict update` does with an existing row whose loaded
+/// columns already hold the file's values, byte for byte.
+///
+/// Rewriting it costs a new row version and an entry in every index (the
+/// most of an upsert's time: 16 us a row, docs/benchmarks.md) and leaves
+/// a dead row behind, for nothing a reader of the table can see. So such
+/// a row is left alone, unless something could see the rewrite: a row
+/// trigger on UPDATE (a BEFORE trigger may change the row, an AFTER one
+/// may record it) or row-level security (an UPDATE policy may refuse it).
+/// "The same" is the server's image equality (`*=`, as `REFRESH
+/// MATERIALIZED VIEW CONCURRENTLY` uses), not `=`: `1.0` and `1.00` are
+/// equal numerics but not the same value, and are rewritten. (Both rows
+/// are cast to `record`: between two row constructors, an operator is
+/// applied column by column, and no type has its own `*=`.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unchanged {
+    /// Left as it is (counted as unchanged).
+    Kept,
+    /// Rewritten like any other: the table has row UPDATE triggers or
+    /// row-level security (on it or on one of its partitions).
+    Rewritten,
+}
+
+impl Unchanged {
+    async fn resolve(
+        client: &Client,
+        table: &Table,
+        mode: OnConflict,
+        major: u32,
+    ) -> Result<Unchanged> {
+        if mode == OnConflict::Skip {
+            return Ok(Unchanged::Kept);
+        }
+        // pg_partition_tree (PostgreSQL 12+) of a partitioned table lists
+        // the table itself too, but of a plain table nothing.
+        let rels = if major >= 12 {
+            "SELECT $1::oid UNION SELECT relid FROM pg_partition_tree($1::oid::regclass)"
+        } else {
+            "SELECT $1::oid"
+        };
+        // tgtype: TRIGGER_TYPE_ROW (1) | TRIGGER_TYPE_UPDATE (16).
+        let sql = format!(
+            "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid IN ({rels}) \
+                              AND NOT tgisinternal AND tgtype & 17 = 17) \
+                 OR EXISTS (SELECT 1 FROM pg_class WHERE oid IN ({rels}) AND relrowsecurity)"
+        );
+        let seen: bool = client.query_one(&sql, &[&table.oid]).await?.get(0);
+        Ok(if seen {
+            Unchanged::Rewritten
+        } else {
+            Unchanged::Kept
+        })
+    }
 }
 
 /// Rows a committed merge inserted and updated.
@@ -86,6 +148,10 @@ pub struct Merged {
     pub inserted: u64,
     /// Existing rows overwritten (`update`).
     pub updated: u64,
+    /// Rows inserted or updated, where the table cannot say which: a
+    /// partitioned table's `RETURNING` cannot read `xmax` ("cannot
+    /// retrieve a system column in this context").
+    pub written: u64,
 }
 
 impl Merged {
@@ -93,6 +159,12 @@ impl Merged {
     pub fn add(&mut self, other: Merged) {
         self.inserted += other.inserted;
         self.updated += other.updated;
+        self.written += other.written;
+    }
+
+    /// Rows the merges wrote, inserted or updated.
+    pub fn total(&self) -> u64 {
+        self.inserted + self.updated + self.written
     }
 }
 
@@ -164,6 +236,7 @@ pub async fn resolve(
         .with_hint("load without --on-conflict, or with --method pipeline --sql 'INSERT .. ON CONFLICT ..'"));
     }
     let loaded: Vec<String> = columns.iter().map(|c| quote(&c.name)).collect();
+    let same = Unchanged::resolve(client, table, mode, major).await?;
     Ok(Upsert {
         mode,
         key: chosen.columns.clone(),
@@ -175,12 +248,19 @@ pub async fn resolve(
             table.name.quoted()
         ),
         truncate_sql: format!("TRUNCATE pg_temp.{STAGE}"),
-        merge_sql: merge_sql(&table.name.quoted(), &loaded, chosen, mode),
+        merge_sql: merge_sql(table, &loaded, chosen, mode, same),
+        unchanged: same,
     })
 }
 
 /// The merge statement (see the module documentation).
-fn merge_sql(table: &str, loaded: &[String], key: &UniqueKey, mode: OnConflict) -> String {
+fn merge_sql(
+    table: &Table,
+    loaded: &[String],
+    key: &UniqueKey,
+    mode: OnConflict,
+    same: Unchanged,
+) -> String {
     let keys: Vec<String> = key.columns.iter().map(|k| quote(k)).collect();
     let cols = loaded.join(", ");
     let keys_list = keys.join(", ");
@@ -205,22 +285,40 @@ fn merge_sql(table: &str, loaded: &[String], key: &UniqueKey, mode: OnConflict) 
             any_null.join(" OR ")
         )
     };
-    let updates: Vec<String> = loaded
-        .iter()
-        .filter(|c| !keys.contains(c))
-        .map(|c| format!("{c} = EXCLUDED.{c}"))
-        .collect();
+    let updates: Vec<&String> = loaded.iter().filter(|c| !keys.contains(c)).collect();
     let action = match mode {
         OnConflict::Update if !updates.is_empty() => {
-            format!("DO UPDATE SET {}", updates.join(", "))
+            let set: Vec<String> = updates
+                .iter()
+                .map(|c| format!("{c} = EXCLUDED.{c}"))
+                .collect();
+            let changed = match same {
+                Unchanged::Kept => {
+                    let row = |of: &str| {
+                        let cols: Vec<String> =
+                            updates.iter().map(|c| format!("{of}.{c}")).collect();
+                        format!("ROW({})::record", cols.join(", "))
+                    };
+                    format!(" WHERE NOT ({} *= {})", row(TARGET), row("EXCLUDED"))
+                }
+                Unchanged::Rewritten => String::new(),
+            };
+            format!("DO UPDATE SET {}{changed}", set.join(", "))
         }
         _ => "DO NOTHING".to_owned(),
     };
+    // A new row version has xmax 0, an updated one the updater's id; a
+    // partitioned table cannot return it.
+    let (returning, inserted) = match table.kind {
+        'p' => ("NULL::bool", "NULL::int8"),
+        _ => ("(xmax = 0)", "count(*) FILTER (WHERE inserted)"),
+    };
+    let name = table.name.quoted();
     format!(
         "WITH staged AS ({staged}), \
-         merged AS (INSERT INTO {table} ({cols}) SELECT {cols} FROM staged \
-         ON CONFLICT ({keys_list}) {action} RETURNING (xmax = 0) AS inserted) \
-         SELECT count(*) FILTER (WHERE inserted), count(*) FROM merged"
+         merged AS (INSERT INTO {name} AS {TARGET} ({cols}) SELECT {cols} FROM staged \
+         ON CONFLICT ({keys_list}) {action} RETURNING {returning} AS inserted) \
+         SELECT {inserted}, count(*) FROM merged"
     )
 }
 
@@ -254,13 +352,21 @@ async fn unique_keys(client: &Client, table: &Table, major: u32) -> Result<Vec<U
         .collect())
 }
 
-/// The (inserted, merged) answer of [`Upsert::merge_sql`].
+/// The (inserted, merged) answer of [`Upsert::merge_sql`]; inserted is
+/// NULL when the target cannot tell (a partitioned table).
 pub(super) fn merged(row: &tokio_postgres::Row) -> Merged {
-    let inserted: i64 = row.get(0);
-    let merged: i64 = row.get(1);
-    Merged {
-        inserted: inserted as u64,
-        updated: (merged - inserted) as u64,
+    let inserted: Option<i64> = row.get(0);
+    let merged = row.get::<_, i64>(1) as u64;
+    match inserted {
+        Some(i) => Merged {
+            inserted: i as u64,
+            updated: merged - i as u64,
+            written: 0,
+        },
+        None => Merged {
+            written: merged,
+            ..Merged::default()
+        },
     }
 }
 
