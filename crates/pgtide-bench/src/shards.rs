@@ -8,7 +8,9 @@
 //!   `pgtide load` (by default the parent's COPY, the server routing) and
 //!   `--route direct` (routing on the client, COPY per partition);
 //! - into a table hash-partitioned by `n` in 8 partitions that are
-//!   postgres_fdw foreign tables on a second throwaway server: `pgtide
+//!   postgres_fdw foreign tables on a second throwaway server, and again
+//!   on two (4 partitions each; those contenders' names end in "2 shard
+//!   servers"): `pgtide
 //!   load` routing on the client (each partition's rows COPYed on the
 //!   shard), `pgtide load --route coordinator` (the parent's COPY, which
 //!   postgres_fdw turns into remote INSERTs, batched from PG 16 only), and
@@ -18,9 +20,10 @@
 //!
 //! Every run starts from empty tables and is checked (untimed): all rows
 //! on the shard, none twice, each on the partition
-//! `satisfies_hash_partition()` chooses. The foreign server's `batch_size` is 100, as in the
-//! issue's measurement. The foreign server (named `shards`) and its user
-//! mapping, which holds the remote's password, are dropped at the end.
+//! `satisfies_hash_partition()` chooses. The foreign servers' `batch_size`
+//! is 100, as in the issue's measurement. The foreign servers (named
+//! `shards` and `shards_b`, `servers.rs`) and their user mappings, which
+//! hold the remotes' passwords, are dropped at the end.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -35,8 +38,10 @@ use tokio_postgres::Client;
 
 use crate::baseline::{psql_copy, PSQL_COPY};
 use crate::datasets::{create_table, generate, mix};
-use crate::remote::{drop_server, Remote};
 use crate::runner::Runner;
+use servers::Shards;
+
+mod servers;
 use crate::{blocking, count_rows, expect_rows, load_options, pgtide_name, scaled};
 use crate::{time_load, Measurement, Scenario};
 
@@ -44,8 +49,6 @@ use crate::{time_load, Measurement, Scenario};
 pub const ROWS: u64 = 1_000_000;
 /// Foreign partitions.
 pub const PARTITIONS: usize = 8;
-/// The foreign server's name on the main server.
-const SERVER: &str = "shards";
 const LOCAL_TABLE: &str = "shards_local";
 const LOCAL_PARTS: &str = "shards_local_parts";
 const PARENT: &str = "shards_parent";
@@ -170,30 +173,30 @@ impl Scenario for ShardsBench {
         }
         local_parts(&mut r, &run, &workers).await?;
 
-        let remote = match setup(&r.client, self).await {
-            Ok(remote) => remote,
-            Err(e) => {
-                let _ = drop_tables(&r.client).await;
-                let _ = drop_server(&r.client, SERVER).await;
-                for name in shard_contenders(&workers) {
-                    let mut m = r.blank(&run.label, &name, rows);
-                    m.skipped = Some(e.message().to_owned());
-                    r.push(m);
+        for servers in [1, 2] {
+            let shards = match Shards::start(&r.client, self.remote_bin.clone(), servers).await {
+                Ok(shards) => shards,
+                Err(e) => {
+                    for name in shard_contenders(&workers, servers) {
+                        let mut m = r.blank(&run.label, &name, rows);
+                        m.skipped = Some(e.message().to_owned());
+                        r.push(m);
+                    }
+                    continue;
                 }
-                return Ok(r.finish());
-            }
-        };
-        let measured = shard_runs(&mut r, &remote, &run, &workers).await;
-        // Always drop the foreign server: its user mapping holds a password.
-        let dropped = drop_tables(&r.client).await;
-        let stopped = remote.stop(&r.client).await;
-        measured?;
-        dropped?;
-        stopped?;
+            };
+            let measured = shard_runs(&mut r, &shards, &run, &workers, servers).await;
+            // Always drop the foreign servers: their user mappings hold
+            // passwords.
+            let stopped = shards.stop(&r.client).await;
+            measured?;
+            stopped?;
+        }
         Ok(r.finish())
     }
 }
 
+/// The file's and every table's columns.
 const COLUMNS: &str = "n int, c1 text, c2 text, c3 text";
 
 /// Row `i` of the file: `n` spread over the key space, three texts.
@@ -208,12 +211,22 @@ fn row(i: u64, out: &mut Vec<u8>) {
     );
 }
 
-fn shard_contenders(workers: &[usize]) -> Vec<String> {
+/// The contenders into foreign partitions on `servers` shard servers.
+fn shard_contenders(workers: &[usize], servers: usize) -> Vec<String> {
     let mut names: Vec<String> = workers.iter().map(|w| direct_name(*w)).collect();
     names.extend(workers.iter().map(|w| coordinator_name(*w)));
     names.push(psql_name());
     names.extend(BATCH_SIZES.map(insert_select_name));
-    names
+    names.into_iter().map(|n| on_servers(n, servers)).collect()
+}
+
+/// A contender's name on `servers` shard servers: as it is on one, with
+/// the layout added on two.
+pub fn on_servers(name: String, servers: usize) -> String {
+    match servers {
+        1 => name,
+        n => format!("{name}, {n} shard servers"),
+    }
 }
 
 /// What every run loads: the file, its rows, the data set's label.
@@ -323,43 +336,48 @@ async fn expect_placed(client: &Client, misplaced: &str, who: &str) -> Result<()
     Ok(())
 }
 
-/// Direct, coordinator and psql runs into the partitioned parent, then
-/// INSERT .. SELECT with each `batch_size`.
+/// Direct, coordinator and psql runs into the partitioned parent whose
+/// partitions are on `servers` shard servers, then INSERT .. SELECT with
+/// each `batch_size`.
 async fn shard_runs(
     r: &mut Runner<'_>,
-    remote: &Remote,
+    shards: &Shards,
     run: &Run<'_>,
     workers: &[usize],
+    servers: usize,
 ) -> Result<()> {
     let rows = run.rows;
+    let named = |name: String| on_servers(name, servers);
     for (route, name) in [
         (Route::Auto, direct_name as fn(usize) -> String),
         (Route::Coordinator, coordinator_name),
     ] {
         for &w in workers {
-            let m = r.blank(&run.label, &name(w), rows);
+            let who = named(name(w));
+            let m = r.blank(&run.label, &who, rows);
             r.contender(m, "", async |client| {
-                remote.truncate().await?;
+                shards.truncate().await?;
                 let seconds = run
                     .load(PARENT, w, route, Some(route == Route::Auto))
                     .await?;
-                remote.check(client, rows, &name(w)).await?;
+                shards.check(client, rows, &who).await?;
                 Ok(seconds)
             })
             .await?;
         }
     }
     let psql = find_psql();
-    let m = r.blank(&run.label, &psql_name(), rows);
+    let who = named(psql_name());
+    let m = r.blank(&run.label, &who, rows);
     r.contender(m, "", async |client| {
         let psql = psql
             .clone()
             .ok_or_else(|| Error::config("no psql binary found"))?;
-        remote.truncate().await?;
+        shards.truncate().await?;
         let (t, f) = (run.target.clone(), run.file.to_owned());
         let seconds =
             blocking(move || psql_copy(&t, &psql, PARENT, &f, "WITH (FORMAT csv)")).await?;
-        remote.check(client, rows, &psql_name()).await?;
+        shards.check(client, rows, &who).await?;
         Ok(seconds)
     })
     .await?;
@@ -373,102 +391,18 @@ async fn shard_runs(
         quote(LOCAL_TABLE)
     );
     for b in BATCH_SIZES {
-        let set_batch_size = format!(
-            "ALTER SERVER {} OPTIONS (SET batch_size {})",
-            quote(SERVER),
-            quote_literal(&b.to_string())
-        );
-        r.client.batch_execute(&set_batch_size).await?;
-        let m = r.blank(&run.label, &insert_select_name(b), rows);
+        shards.set_batch_size(&r.client, b).await?;
+        let who = named(insert_select_name(b));
+        let m = r.blank(&run.label, &who, rows);
         r.contender(m, "", async |client| {
-            remote.truncate().await?;
+            shards.truncate().await?;
             let start = std::time::Instant::now();
             client.batch_execute(&insert).await?;
             let seconds = start.elapsed().as_secs_f64();
-            remote.check(client, rows, &insert_select_name(b)).await?;
+            shards.check(client, rows, &who).await?;
             Ok(seconds)
         })
         .await?;
     }
     Ok(())
-}
-
-/// What runs check on the shard server.
-trait Shard {
-    async fn truncate(&self) -> Result<()>;
-    async fn check(&self, coordinator: &Client, rows: u64, who: &str) -> Result<()>;
-}
-
-impl Shard for Remote {
-    /// Empties every shard table.
-    async fn truncate(&self) -> Result<()> {
-        let tables: Vec<String> = (0..PARTITIONS).map(remote_table).collect();
-        self.client
-            .batch_execute(&format!("TRUNCATE {}", tables.join(", ")))
-            .await?;
-        Ok(())
-    }
-
-    /// Every row arrived once (the count, and the first text column,
-    /// unique in the file, distinct), each on the partition the server's
-    /// own hash says (`satisfies_hash_partition` on the coordinator,
-    /// which reads each partition back through postgres_fdw; untimed).
-    async fn check(&self, coordinator: &Client, rows: u64, who: &str) -> Result<()> {
-        let parts: Vec<String> = (0..PARTITIONS)
-            .map(|i| format!("SELECT c1 FROM {}", remote_table(i)))
-            .collect();
-        let row = self
-            .client
-            .query_one(
-                &format!(
-                    "SELECT count(*), count(DISTINCT c1) FROM ({}) x",
-                    parts.join(" UNION ALL ")
-                ),
-                &[],
-            )
-            .await?;
-        let (n, distinct): (i64, i64) = (row.get(0), row.get(1));
-        expect_rows(n as u64, rows, who)?;
-        expect_rows(distinct as u64, rows, who)?;
-        // OFFSET 0: evaluated here, not pushed to the shard.
-        let misplaced = misplaced_sql(PARENT, |i| format!("shards_p{i}"), " OFFSET 0");
-        expect_placed(coordinator, &misplaced, who).await?;
-        Ok(())
-    }
-}
-
-fn remote_table(i: usize) -> String {
-    quote(&format!("shards_r{i}"))
-}
-
-/// Starts the shard server, creates its tables, and on the main server
-/// the foreign server (`batch_size` 100), user mapping and partitioned
-/// parent.
-async fn setup(client: &Client, bench: &ShardsBench) -> Result<Remote> {
-    let options = ", batch_size '100'";
-    let remote = Remote::start(client, bench.remote_bin.clone(), SERVER, options).await?;
-    let (server, parent) = (quote(SERVER), quote(PARENT));
-    let mut remote_sql = String::new();
-    let mut sql = format!("{} PARTITION BY HASH (n);", create_table(&parent, COLUMNS));
-    for i in 0..PARTITIONS {
-        let table = remote_table(i);
-        remote_sql.push_str(&format!("{};", create_table(&table, COLUMNS)));
-        sql.push_str(&format!(
-            "CREATE FOREIGN TABLE {} PARTITION OF {parent} \
-               FOR VALUES WITH (modulus {PARTITIONS}, remainder {i}) \
-               SERVER {server} OPTIONS (table_name {});",
-            quote(&format!("shards_p{i}")),
-            quote_literal(&format!("shards_r{i}")),
-        ));
-    }
-    remote.client.batch_execute(&remote_sql).await?;
-    client.batch_execute(&sql).await?;
-    Ok(remote)
-}
-
-/// Drops the partitioned parent (its foreign partitions go with the
-/// foreign server).
-async fn drop_tables(client: &Client) -> Result<()> {
-    let sql = format!("DROP TABLE IF EXISTS {}", quote(PARENT));
-    Ok(client.batch_execute(&sql).await?)
 }
