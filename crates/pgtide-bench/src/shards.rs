@@ -18,6 +18,13 @@
 //!   and `INSERT INTO parent SELECT * FROM` the local table with the
 //!   foreign server's `batch_size` 1 and 100 (seed 002's two rows).
 //!
+//! The loads that take a second (into the local table, the local
+//! partitions and the foreign partitions on one shard server, routed on
+//! the client) are timed interleaved, run by run, so that their ratios,
+//! which the targets are, do not depend on when each was timed;
+//! `direct_only` leaves out the contenders through the coordinator (a
+//! minute per run each).
+//!
 //! Every run starts from empty tables and is checked (untimed): all rows
 //! on the shard, none twice, each on the partition
 //! `satisfies_hash_partition()` chooses. The foreign servers' `batch_size`
@@ -66,6 +73,10 @@ pub struct ShardsBench {
     pub dir: PathBuf,
     /// Binaries for the shard server; `None` = `PgBin::find()`.
     pub remote_bin: Option<PgBin>,
+    /// Skip the contenders that go through the coordinator row by row
+    /// (`--route coordinator`, psql, `INSERT .. SELECT`): a minute per run
+    /// each, where the loads that route on the client take a second.
+    pub direct_only: bool,
 }
 
 /// `pgtide (N workers)` into one local table.
@@ -158,40 +169,62 @@ impl Scenario for ShardsBench {
         };
         let workers: Vec<usize> = self.workers.iter().map(|w| (*w).max(1)).collect();
 
-        let local = quote(LOCAL_TABLE);
         r.client
-            .batch_execute(&create_table(&local, COLUMNS))
+            .batch_execute(&create_table(&quote(LOCAL_TABLE), COLUMNS))
             .await?;
-        for &w in &workers {
-            let m = r.blank(&run.label, &local_name(w), rows);
-            r.contender(m, &format!("TRUNCATE {local}"), async |client| {
-                let seconds = run.load(LOCAL_TABLE, w, Route::Auto, None).await?;
-                expect_rows(count_rows(client, LOCAL_TABLE).await?, rows, &local_name(w))?;
-                Ok(seconds)
-            })
-            .await?;
-        }
-        local_parts(&mut r, &run, &workers).await?;
-
-        for servers in [1, 2] {
-            let shards = match Shards::start(&r.client, self.remote_bin.clone(), servers).await {
-                Ok(shards) => shards,
-                Err(e) => {
-                    for name in shard_contenders(&workers, servers) {
-                        let mut m = r.blank(&run.label, &name, rows);
-                        m.skipped = Some(e.message().to_owned());
-                        r.push(m);
-                    }
-                    continue;
+        create_local_parts(&r.client).await?;
+        // One shard server first: the direct loads into it are timed
+        // interleaved with the local ones, the target's ratio.
+        let shards = Shards::start(&r.client, self.remote_bin.clone(), 1).await;
+        let fast = fast_runs(&mut r, &run, &workers, shards.as_ref().ok()).await;
+        let slow = match (&fast, &shards) {
+            (Ok(()), Ok(shards)) if !self.direct_only => {
+                slow_runs(&mut r, shards, &run, &workers, 1).await
+            }
+            _ => Ok(()),
+        };
+        // Always drop the foreign servers: their user mappings hold
+        // passwords.
+        let stopped = match shards {
+            Ok(shards) => shards.stop(&r.client).await,
+            Err(e) => {
+                for name in shard_contenders(&workers, 1, self.direct_only) {
+                    let mut m = r.blank(&run.label, &name, rows);
+                    m.skipped = Some(e.message().to_owned());
+                    r.push(m);
                 }
-            };
-            let measured = shard_runs(&mut r, &shards, &run, &workers, servers).await;
-            // Always drop the foreign servers: their user mappings hold
-            // passwords.
-            let stopped = shards.stop(&r.client).await;
-            measured?;
-            stopped?;
+                Ok(())
+            }
+        };
+        fast?;
+        slow?;
+        stopped?;
+        r.client
+            .batch_execute(&format!("DROP TABLE {}", quote(LOCAL_PARTS)))
+            .await?;
+
+        let shards = match Shards::start(&r.client, self.remote_bin.clone(), 2).await {
+            Ok(shards) => shards,
+            Err(e) => {
+                for name in shard_contenders(&workers, 2, self.direct_only) {
+                    let mut m = r.blank(&run.label, &name, rows);
+                    m.skipped = Some(e.message().to_owned());
+                    r.push(m);
+                }
+                return Ok(r.finish());
+            }
+        };
+        let measured = async {
+            direct_runs(&mut r, &shards, &run, &workers, 2).await?;
+            if !self.direct_only {
+                slow_runs(&mut r, &shards, &run, &workers, 2).await?;
+            }
+            Ok::<(), Error>(())
         }
+        .await;
+        let stopped = shards.stop(&r.client).await;
+        measured?;
+        stopped?;
         Ok(r.finish())
     }
 }
@@ -211,12 +244,15 @@ fn row(i: u64, out: &mut Vec<u8>) {
     );
 }
 
-/// The contenders into foreign partitions on `servers` shard servers.
-fn shard_contenders(workers: &[usize], servers: usize) -> Vec<String> {
+/// The contenders into foreign partitions on `servers` shard servers
+/// (`direct_only`: only those routing on the client).
+fn shard_contenders(workers: &[usize], servers: usize, direct_only: bool) -> Vec<String> {
     let mut names: Vec<String> = workers.iter().map(|w| direct_name(*w)).collect();
-    names.extend(workers.iter().map(|w| coordinator_name(*w)));
-    names.push(psql_name());
-    names.extend(BATCH_SIZES.map(insert_select_name));
+    if !direct_only {
+        names.extend(workers.iter().map(|w| coordinator_name(*w)));
+        names.push(psql_name());
+        names.extend(BATCH_SIZES.map(insert_select_name));
+    }
     names.into_iter().map(|n| on_servers(n, servers)).collect()
 }
 
@@ -266,11 +302,8 @@ impl Run<'_> {
     }
 }
 
-/// `pgtide load` into 8 local hash partitions, by default and with
-/// `--route direct`, per worker count; each run checked (count, placement
-/// by `satisfies_hash_partition`, routed where asked). The table is
-/// dropped at the end.
-async fn local_parts(r: &mut Runner<'_>, run: &Run<'_>, workers: &[usize]) -> Result<()> {
+/// The table hash-partitioned by `n` into 8 local partitions.
+async fn create_local_parts(client: &Client) -> Result<()> {
     let parent = quote(LOCAL_PARTS);
     let mut sql = format!("{} PARTITION BY HASH (n);", create_table(&parent, COLUMNS));
     for i in 0..PARTITIONS {
@@ -280,27 +313,84 @@ async fn local_parts(r: &mut Runner<'_>, run: &Run<'_>, workers: &[usize]) -> Re
             quote(&format!("{LOCAL_PARTS}_{i}"))
         ));
     }
-    r.client.batch_execute(&sql).await?;
+    Ok(client.batch_execute(&sql).await?)
+}
+
+/// The loads that take about a second, per worker count, interleaved
+/// run by run (their ratios are the targets', and drift on a shared
+/// machine then spreads over all of them): into the local table, into 8
+/// local partitions by default and with `--route direct`, and into the
+/// foreign partitions on one shard server (unless it did not start).
+/// Each run starts from empty tables and is checked: count, placement by
+/// `satisfies_hash_partition`, routed where asked.
+async fn fast_runs(
+    r: &mut Runner<'_>,
+    run: &Run<'_>,
+    workers: &[usize],
+    shards: Option<&Shards>,
+) -> Result<()> {
+    let rows = run.rows;
     let misplaced = misplaced_sql(LOCAL_PARTS, |i| format!("{LOCAL_PARTS}_{i}"), "");
-    for (route, &w) in [Route::Auto, Route::Direct]
-        .into_iter()
-        .flat_map(|r| workers.iter().map(move |w| (r, w)))
-    {
-        let who = local_parts_name(w, route);
-        let m = r.blank(&run.label, &who, run.rows);
-        r.contender(m, &format!("TRUNCATE {parent}"), async |client| {
-            let direct = route == Route::Direct;
-            let seconds = run.load(LOCAL_PARTS, w, route, Some(direct)).await?;
-            expect_rows(count_rows(client, LOCAL_PARTS).await?, run.rows, &who)?;
-            expect_placed(client, &misplaced, &who).await?;
-            Ok(seconds)
+    for &w in workers {
+        let mut names = vec![
+            local_name(w),
+            local_parts_name(w, Route::Auto),
+            local_parts_name(w, Route::Direct),
+        ];
+        if shards.is_some() {
+            names.push(direct_name(w));
+        }
+        let mut ms: Vec<Measurement> = names.iter().map(|n| r.blank(&run.label, n, rows)).collect();
+        r.interleaved(&mut ms, "", async |client, i| {
+            let who = &names[i];
+            match (i, shards) {
+                (0, _) => {
+                    truncate(client, LOCAL_TABLE).await?;
+                    let seconds = run.load(LOCAL_TABLE, w, Route::Auto, None).await?;
+                    expect_rows(count_rows(client, LOCAL_TABLE).await?, rows, who)?;
+                    Ok(seconds)
+                }
+                (1 | 2, _) => {
+                    let route = [Route::Auto, Route::Direct][i - 1];
+                    truncate(client, LOCAL_PARTS).await?;
+                    let seconds = run
+                        .load(LOCAL_PARTS, w, route, Some(route == Route::Direct))
+                        .await?;
+                    expect_rows(count_rows(client, LOCAL_PARTS).await?, rows, who)?;
+                    expect_placed(client, &misplaced, who).await?;
+                    Ok(seconds)
+                }
+                (_, Some(shards)) => direct_run(client, shards, run, w, who).await,
+                (_, None) => Err(Error::bug("bench shards: no shard server to load")),
+            }
         })
         .await?;
+        for m in ms {
+            r.push(m);
+        }
     }
-    r.client
-        .batch_execute(&format!("DROP TABLE {parent}"))
-        .await?;
     Ok(())
+}
+
+async fn truncate(client: &Client, table: &str) -> Result<()> {
+    Ok(client
+        .batch_execute(&format!("TRUNCATE {}", quote(table)))
+        .await?)
+}
+
+/// One run of `pgtide load` routing on the client into the foreign
+/// partitions, from empty shard tables, checked.
+async fn direct_run(
+    client: &Client,
+    shards: &Shards,
+    run: &Run<'_>,
+    workers: usize,
+    who: &str,
+) -> Result<f64> {
+    shards.truncate().await?;
+    let seconds = run.load(PARENT, workers, Route::Auto, Some(true)).await?;
+    shards.check(client, run.rows, who).await?;
+    Ok(seconds)
 }
 
 /// `SELECT` of the number of rows of `parent`'s partitions (named by
@@ -336,10 +426,30 @@ async fn expect_placed(client: &Client, misplaced: &str, who: &str) -> Result<()
     Ok(())
 }
 
-/// Direct, coordinator and psql runs into the partitioned parent whose
-/// partitions are on `servers` shard servers, then INSERT .. SELECT with
-/// each `batch_size`.
-async fn shard_runs(
+/// The direct loads into the foreign partitions on `servers` shard
+/// servers, per worker count.
+async fn direct_runs(
+    r: &mut Runner<'_>,
+    shards: &Shards,
+    run: &Run<'_>,
+    workers: &[usize],
+    servers: usize,
+) -> Result<()> {
+    for &w in workers {
+        let who = on_servers(direct_name(w), servers);
+        let m = r.blank(&run.label, &who, run.rows);
+        r.contender(m, "", async |client| {
+            direct_run(client, shards, run, w, &who).await
+        })
+        .await?;
+    }
+    Ok(())
+}
+
+/// The runs through the coordinator into the partitioned parent whose
+/// partitions are on `servers` shard servers: `--route coordinator`,
+/// psql, then INSERT .. SELECT with each `batch_size`.
+async fn slow_runs(
     r: &mut Runner<'_>,
     shards: &Shards,
     run: &Run<'_>,
@@ -348,23 +458,16 @@ async fn shard_runs(
 ) -> Result<()> {
     let rows = run.rows;
     let named = |name: String| on_servers(name, servers);
-    for (route, name) in [
-        (Route::Auto, direct_name as fn(usize) -> String),
-        (Route::Coordinator, coordinator_name),
-    ] {
-        for &w in workers {
-            let who = named(name(w));
-            let m = r.blank(&run.label, &who, rows);
-            r.contender(m, "", async |client| {
-                shards.truncate().await?;
-                let seconds = run
-                    .load(PARENT, w, route, Some(route == Route::Auto))
-                    .await?;
-                shards.check(client, rows, &who).await?;
-                Ok(seconds)
-            })
-            .await?;
-        }
+    for &w in workers {
+        let who = named(coordinator_name(w));
+        let m = r.blank(&run.label, &who, rows);
+        r.contender(m, "", async |client| {
+            shards.truncate().await?;
+            let seconds = run.load(PARENT, w, Route::Coordinator, Some(false)).await?;
+            shards.check(client, rows, &who).await?;
+            Ok(seconds)
+        })
+        .await?;
     }
     let psql = find_psql();
     let who = named(psql_name());

@@ -351,6 +351,7 @@ async fn shards_scenario_is_well_formed_at_tiny_sizes() {
         workers: vec![1, 2],
         dir: dir.path().to_owned(),
         remote_bin: Some(bin.clone()),
+        direct_only: false,
     };
     // Each run checks its rows itself (count, distinct, placement by
     // satisfies_hash_partition): an error here is a lost or misplaced row.
@@ -358,14 +359,16 @@ async fn shards_scenario_is_well_formed_at_tiny_sizes() {
         .run(&target, &mut |_| {})
         .await
         .expect("bench shards runs");
+    // Per worker count, the fast loads (timed interleaved), then the
+    // coordinator's.
     let contenders = [
         shards::local_name(1),
-        shards::local_name(2),
         shards::local_parts_name(1, Route::Auto),
-        shards::local_parts_name(2, Route::Auto),
         shards::local_parts_name(1, Route::Direct),
-        shards::local_parts_name(2, Route::Direct),
         shards::direct_name(1),
+        shards::local_name(2),
+        shards::local_parts_name(2, Route::Auto),
+        shards::local_parts_name(2, Route::Direct),
         shards::direct_name(2),
         shards::coordinator_name(1),
         shards::coordinator_name(2),

@@ -99,10 +99,14 @@ impl Shards {
             .collect()
     }
 
-    /// Empties every shard table.
+    /// Empties every shard table, then writes a checkpoint on each shard
+    /// server, as the runner does on the main server before every run: a
+    /// run must not pay for the dirty pages and WAL of the run before it
+    /// (without it, the direct loads with 2 workers took 0.3 s more than
+    /// the same loads into local partitions; with 1 worker, no more).
     pub async fn truncate(&self) -> Result<()> {
         for (home, remote) in self.remotes.iter().enumerate() {
-            let sql = format!("TRUNCATE {}", self.tables_on(home).join(", "));
+            let sql = format!("TRUNCATE {}; CHECKPOINT", self.tables_on(home).join(", "));
             remote.client.batch_execute(&sql).await?;
         }
         Ok(())

@@ -58,8 +58,9 @@ pub enum BenchScenario {
     /// the client, pgtide load --route coordinator, psql \copy into the
     /// parent and INSERT .. SELECT with batch_size 1 and 100, next to
     /// pgtide load into one local table and into 8 local partitions.
-    /// --scale 1 is the issue's 1M rows.
-    Shards(BenchScaleArgs),
+    /// --scale 1 is the issue's 1M rows. The loads that route on the
+    /// client are timed interleaved with the local ones, run by run.
+    Shards(BenchShardsArgs),
     /// Issue 9: a large load into a table with three secondary indexes,
     /// maintained row by row or --defer-indexes, next to no indexes.
     Indexes(BenchIndexesArgs),
@@ -214,6 +215,19 @@ pub struct BenchScaleArgs {
     /// (default: a temp dir the server can read).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+}
+
+/// `pgtide bench shards ...`
+#[derive(Debug, Args)]
+pub struct BenchShardsArgs {
+    #[command(flatten)]
+    pub scale: BenchScaleArgs,
+    /// Skip the contenders that go through the coordinator row by row
+    /// (--route coordinator, psql \copy, INSERT .. SELECT), about a
+    /// minute per run each: to time the direct loads against the local
+    /// ones with many runs, e.g. --direct-only --runs 7 --workers 2.
+    #[arg(long)]
+    pub direct_only: bool,
 }
 
 /// `pgtide bench fdw-batch ...`

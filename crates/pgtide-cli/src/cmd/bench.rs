@@ -74,13 +74,15 @@ pub async fn run(a: BenchArgs) -> pgtide::Result<u8> {
             };
             scenario(spec, &s.common).await
         }
-        S::Shards(s) => {
+        S::Shards(a) => {
+            let s = a.scale;
             let spec = ShardsBench {
                 scale: s.scale,
                 runs: s.common.runs(),
                 workers: s.workers,
                 dir: dir_or_default(s.dir)?,
                 remote_bin: None,
+                direct_only: a.direct_only,
             };
             scenario(spec, &s.common).await
         }
