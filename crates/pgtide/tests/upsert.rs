@@ -390,6 +390,31 @@ async fn rows_holding_the_files_values_are_left_alone_unless_a_trigger_would_see
             true,
             0,
         ),
+        (
+            // A statement trigger whose NEW TABLE sees every updated row.
+            "same_audit",
+            "CREATE TABLE audit (n bigint);
+             CREATE FUNCTION audit() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN INSERT INTO audit SELECT count(*) FROM n; RETURN NULL; END $$;
+             CREATE TRIGGER audit AFTER UPDATE ON same_audit REFERENCING NEW TABLE AS n
+               FOR EACH STATEMENT EXECUTE FUNCTION audit();"
+                .to_owned(),
+            true,
+            0,
+        ),
+        (
+            // Loaded into a partition: the parent's row trigger is cloned
+            // onto it.
+            "same_leaf",
+            format!(
+                "DROP TABLE same_leaf; CREATE TABLE same_up {columns} PARTITION BY RANGE (id);
+                 CREATE TABLE same_leaf PARTITION OF same_up FOR VALUES FROM (0) TO (100);
+                 {}",
+                hit("same_up")
+            ),
+            true,
+            1,
+        ),
     ];
     for (name, extra, all, hits) in cases {
         db.client

@@ -25,7 +25,9 @@
 //! [`Unchanged`]), or was superseded by a later row with the same key in
 //! the file, or that a BEFORE trigger dropped), from `RETURNING (xmax = 0)`:
 //! 0 for a row version that this statement inserted, the updater's id for
-//! one it updated.
+//! one it updated. A partitioned target's `RETURNING` cannot read `xmax`:
+//! its rows are counted as written (inserted or updated), the rest as
+//! unchanged.
 
 use tokio_postgres::Client;
 
@@ -93,7 +95,11 @@ pub struct Upsert {
 /// a dead row behind, for nothing a reader of the table can see. So such
 /// a row is left alone, unless something could see the rewrite: a row
 /// trigger on UPDATE (a BEFORE trigger may change the row, an AFTER one
-/// may record it) or row-level security (an UPDATE policy may refuse it).
+/// may record it), a statement trigger on UPDATE with a transition table
+/// (it reads every updated row), or row-level security (an UPDATE policy
+/// may refuse it). What a kept row also does not do: write WAL (logical
+/// replication sends no UPDATE for it) or meet a `NOT VALID` CHECK or
+/// foreign key again (a rewrite would be checked).
 /// "The same" is the server's image equality (`*=`, as `REFRESH
 /// MATERIALIZED VIEW CONCURRENTLY` uses), not `=`: `1.0` and `1.00` are
 /// equal numerics but not the same value, and are rewritten. (Both rows
@@ -104,8 +110,8 @@ pub struct Upsert {
 pub enum Unchanged {
     /// Left as it is (counted as unchanged).
     Kept,
-    /// Rewritten like any other: the table has row UPDATE triggers or
-    /// row-level security (on it or on one of its partitions).
+    /// Rewritten like any other: the table has UPDATE triggers that see
+    /// rows, or row-level security (on it or on one of its partitions).
     Rewritten,
 }
 
@@ -126,10 +132,23 @@ impl Unchanged {
         } else {
             "SELECT $1::oid"
         };
-        // tgtype: TRIGGER_TYPE_ROW (1) | TRIGGER_TYPE_UPDATE (16).
+        // An UPDATE trigger that sees rows: a row trigger (tgtype:
+        // TRIGGER_TYPE_ROW 1 | TRIGGER_TYPE_UPDATE 16), or a statement one
+        // with transition tables (its NEW TABLE holds every row updated).
+        // A row trigger of a partitioned parent is cloned onto each
+        // partition (so loading into a partition finds it there): internal
+        // before PostgreSQL 15, with `tgparentid` set (13+). Internal ones
+        // otherwise are foreign keys', which skip unchanged keys anyway.
+        let visible = if major >= 13 {
+            "(NOT tgisinternal OR tgparentid <> 0)"
+        } else {
+            "NOT tgisinternal"
+        };
         let sql = format!(
-            "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid IN ({rels}) \
-                              AND NOT tgisinternal AND tgtype & 17 = 17) \
+            "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid IN ({rels}) AND {visible} \
+                              AND tgtype & 16 = 16 \
+                              AND (tgtype & 1 = 1 OR tgnewtable IS NOT NULL \
+                                   OR tgoldtable IS NOT NULL)) \
                  OR EXISTS (SELECT 1 FROM pg_class WHERE oid IN ({rels}) AND relrowsecurity)"
         );
         let seen: bool = client.query_one(&sql, &[&table.oid]).await?.get(0);
