@@ -196,16 +196,7 @@ async fn bytes_of_a_chunk_stopped_midway_are_those_it_settled() {
     let data = lines.concat();
     let file = db.file(data.as_bytes(), Compress::None);
     let dir = tempfile::tempdir().unwrap();
-    let mut o = LoadOptions::new(
-        vec![file.to_string_lossy().into_owned()],
-        QualifiedName::parse("halfway").unwrap(),
-        CopyFormat::Csv,
-    );
-    o.rejects = Some(dir.path().join("r.csv"));
-    o.max_rejects = Some(4);
-    let report = load::run(&db.target, &o, Arc::new(Progress::new(1)))
-        .await
-        .expect("load starts");
+    let report = load_max_rejects(&db, &file, "halfway", dir.path(), 4).await;
     let err = report.failure.as_ref().expect("must stop");
     assert_eq!(err.kind(), pgtide::ErrorKind::RejectLimit);
     let settled: u64 = report
@@ -238,16 +229,7 @@ async fn rows_committed_before_a_reject_limit_are_reported_with_their_lines() {
         .collect();
     let file = db.file(lines.concat().as_bytes(), Compress::None);
     let dir = tempfile::tempdir().unwrap();
-    let mut o = LoadOptions::new(
-        vec![file.to_string_lossy().into_owned()],
-        QualifiedName::parse("soft_stop").unwrap(),
-        CopyFormat::Csv,
-    );
-    o.rejects = Some(dir.path().join("r.csv"));
-    o.max_rejects = Some(4);
-    let report = load::run(&db.target, &o, Arc::new(Progress::new(1)))
-        .await
-        .expect("load starts");
+    let report = load_max_rejects(&db, &file, "soft_stop", dir.path(), 4).await;
     let err = report.failure.as_ref().expect("must stop");
     assert_eq!(err.kind(), pgtide::ErrorKind::RejectLimit);
     let in_table: i64 = db
@@ -282,4 +264,25 @@ async fn rows_committed_before_a_reject_limit_are_reported_with_their_lines() {
         .map(|&l| lines[l as usize - 1].len() as u64)
         .sum();
     assert_eq!(report.bytes, bytes);
+}
+
+/// Loads CSV `file` into `table` with `--rejects` (in `dir`) and
+/// `--max-rejects max`.
+async fn load_max_rejects(
+    db: &Db,
+    file: &std::path::Path,
+    table: &str,
+    dir: &std::path::Path,
+    max: u64,
+) -> load::Report {
+    let mut o = LoadOptions::new(
+        vec![file.to_string_lossy().into_owned()],
+        QualifiedName::parse(table).unwrap(),
+        CopyFormat::Csv,
+    );
+    o.rejects = Some(dir.join("r.csv"));
+    o.max_rejects = Some(max);
+    load::run(&db.target, &o, Arc::new(Progress::new(1)))
+        .await
+        .expect("load starts")
 }
