@@ -441,6 +441,8 @@ async fn rows_holding_the_files_values_are_left_alone_unless_a_trigger_would_see
             false => (vec![2, 4, 5], 2),
         };
         assert_eq!(rewritten, changed, "{name}");
+        let told = r.notes.iter().any(|n| n.contains("rewritten too"));
+        assert_eq!(told, all, "{name}: the summary says why: {:?}", r.notes);
         let counts = (u.inserted, u.updated, u.written, u.unchanged);
         let written = 1 + changed.len() as u64;
         if name == "same_part" {

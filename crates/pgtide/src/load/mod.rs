@@ -346,7 +346,17 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         true => Some(indexes::rebuild(target, Some(table.oid), workers).await?),
         false => None,
     };
-    let outcome = outcome?;
+    let mut outcome = outcome?;
+    if let Some(u) = upsert
+        .as_ref()
+        .filter(|u| u.unchanged == upsert::Unchanged::Rewritten)
+    {
+        outcome.notes.push(format!(
+            "on conflict {}: rows that hold the file's values are rewritten too (the table has \
+             UPDATE triggers or row-level security that would see the rewrite)",
+            u.mode.name()
+        ));
+    }
     let mut report = Report {
         rows_read: outcome.counts.read,
         rows_loaded: outcome.counts.loaded,
