@@ -138,9 +138,11 @@ impl Unchanged {
         // A row trigger of a partitioned parent is cloned onto each
         // partition (so loading into a partition finds it there): internal
         // before PostgreSQL 15, with `tgparentid` set (13+). Internal ones
-        // otherwise are foreign keys', which skip unchanged keys anyway.
+        // otherwise, cloned or not, are foreign keys', which skip
+        // unchanged keys anyway.
         let visible = if major >= 13 {
-            "(NOT tgisinternal OR tgparentid <> 0)"
+            "(NOT tgisinternal OR (tgparentid <> 0 AND NOT EXISTS \
+               (SELECT 1 FROM pg_constraint c WHERE c.oid = tgconstraint AND c.contype = 'f')))"
         } else {
             "NOT tgisinternal"
         };
