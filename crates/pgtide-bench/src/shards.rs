@@ -215,7 +215,7 @@ impl Scenario for ShardsBench {
             }
         };
         let measured = async {
-            direct_runs(&mut r, &shards, &run, &workers, 2).await?;
+            parent_runs(&mut r, &shards, &run, &workers, 2, Route::Auto).await?;
             if !self.direct_only {
                 slow_runs(&mut r, &shards, &run, &workers, 2).await?;
             }
@@ -360,7 +360,7 @@ async fn fast_runs(
                     expect_placed(client, &misplaced, who).await?;
                     Ok(seconds)
                 }
-                (_, Some(shards)) => direct_run(client, shards, run, w, who).await,
+                (_, Some(shards)) => parent_run(client, shards, run, w, Route::Auto, who).await,
                 (_, None) => Err(Error::bug("bench shards: no shard server to load")),
             }
         })
@@ -378,17 +378,20 @@ async fn truncate(client: &Client, table: &str) -> Result<()> {
         .await?)
 }
 
-/// One run of `pgtide load` routing on the client into the foreign
-/// partitions, from empty shard tables, checked.
-async fn direct_run(
+/// One run of `pgtide load --route <route>` into the partitioned parent
+/// whose partitions are foreign (`Auto`: routed on the client;
+/// `Coordinator`: the parent's COPY), from empty shard tables, checked.
+async fn parent_run(
     client: &Client,
     shards: &Shards,
     run: &Run<'_>,
     workers: usize,
+    route: Route,
     who: &str,
 ) -> Result<f64> {
     shards.truncate().await?;
-    let seconds = run.load(PARENT, workers, Route::Auto, Some(true)).await?;
+    let on_client = route != Route::Coordinator;
+    let seconds = run.load(PARENT, workers, route, Some(on_client)).await?;
     shards.check(client, run.rows, who).await?;
     Ok(seconds)
 }
@@ -426,20 +429,26 @@ async fn expect_placed(client: &Client, misplaced: &str, who: &str) -> Result<()
     Ok(())
 }
 
-/// The direct loads into the foreign partitions on `servers` shard
-/// servers, per worker count.
-async fn direct_runs(
+/// `pgtide load --route <route>` into the foreign partitions on
+/// `servers` shard servers, per worker count (named [`direct_name`] or
+/// [`coordinator_name`]).
+async fn parent_runs(
     r: &mut Runner<'_>,
     shards: &Shards,
     run: &Run<'_>,
     workers: &[usize],
     servers: usize,
+    route: Route,
 ) -> Result<()> {
+    let name = match route {
+        Route::Coordinator => coordinator_name,
+        _ => direct_name,
+    };
     for &w in workers {
-        let who = on_servers(direct_name(w), servers);
+        let who = on_servers(name(w), servers);
         let m = r.blank(&run.label, &who, run.rows);
         r.contender(m, "", async |client| {
-            direct_run(client, shards, run, w, &who).await
+            parent_run(client, shards, run, w, route, &who).await
         })
         .await?;
     }
@@ -456,19 +465,9 @@ async fn slow_runs(
     workers: &[usize],
     servers: usize,
 ) -> Result<()> {
+    parent_runs(r, shards, run, workers, servers, Route::Coordinator).await?;
     let rows = run.rows;
     let named = |name: String| on_servers(name, servers);
-    for &w in workers {
-        let who = named(coordinator_name(w));
-        let m = r.blank(&run.label, &who, rows);
-        r.contender(m, "", async |client| {
-            shards.truncate().await?;
-            let seconds = run.load(PARENT, w, Route::Coordinator, Some(false)).await?;
-            shards.check(client, rows, &who).await?;
-            Ok(seconds)
-        })
-        .await?;
-    }
     let psql = find_psql();
     let who = named(psql_name());
     let m = r.blank(&run.label, &who, rows);

@@ -369,18 +369,21 @@ async fn rows_holding_the_files_values_are_left_alone_unless_a_trigger_would_see
         )
     };
     let columns = "(id int PRIMARY KEY, v text, x numeric, hits int DEFAULT 0)";
+    // `parent` range-partitioned with the one partition `leaf` (in place
+    // of the plain table the loop creates under the case's name).
+    let one_partition = |name: &str, parent: &str, leaf: &str| {
+        format!(
+            "DROP TABLE {name}; CREATE TABLE {parent} {columns} PARTITION BY RANGE (id);
+             CREATE TABLE {leaf} PARTITION OF {parent} FOR VALUES FROM (0) TO (100);"
+        )
+    };
     // (table, what else it has, every matched row rewritten, hits each).
     let cases = [
         ("same_plain", String::new(), false, 0),
         ("same_trig", hit("same_trig"), true, 1),
         (
             "same_part",
-            format!(
-                "DROP TABLE same_part; CREATE TABLE same_part {columns} PARTITION BY RANGE (id);
-                 CREATE TABLE same_part_low PARTITION OF same_part FOR VALUES FROM (0) TO (100);
-                 {}",
-                hit("same_part_low")
-            ),
+            one_partition("same_part", "same_part", "same_part_low") + &hit("same_part_low"),
             true,
             1,
         ),
@@ -394,14 +397,10 @@ async fn rows_holding_the_files_values_are_left_alone_unless_a_trigger_would_see
             // Partitioned with a foreign key: its triggers, cloned onto
             // the partition, are the server's own and see nothing.
             "same_fkpart",
-            "DROP TABLE same_fkpart;
-                 CREATE TABLE same_ref (id int PRIMARY KEY);
-                 INSERT INTO same_ref SELECT generate_series(1, 10);
-                 CREATE TABLE same_fkpart (id int PRIMARY KEY REFERENCES same_ref, v text,
-                   x numeric, hits int DEFAULT 0) PARTITION BY RANGE (id);
-                 CREATE TABLE same_fkpart_low PARTITION OF same_fkpart
-                   FOR VALUES FROM (0) TO (100);"
-                .to_owned(),
+            one_partition("same_fkpart", "same_fkpart", "same_fkpart_low")
+                + "CREATE TABLE same_ref (id int PRIMARY KEY);
+                   INSERT INTO same_ref SELECT generate_series(1, 10);
+                   ALTER TABLE same_fkpart ADD FOREIGN KEY (id) REFERENCES same_ref;",
             false,
             0,
         ),
@@ -421,12 +420,7 @@ async fn rows_holding_the_files_values_are_left_alone_unless_a_trigger_would_see
             // Loaded into a partition: the parent's row trigger is cloned
             // onto it.
             "same_leaf",
-            format!(
-                "DROP TABLE same_leaf; CREATE TABLE same_up {columns} PARTITION BY RANGE (id);
-                 CREATE TABLE same_leaf PARTITION OF same_up FOR VALUES FROM (0) TO (100);
-                 {}",
-                hit("same_up")
-            ),
+            one_partition("same_leaf", "same_up", "same_leaf") + &hit("same_up"),
             true,
             1,
         ),
