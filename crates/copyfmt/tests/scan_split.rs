@@ -7,7 +7,7 @@
 //! scanner fed in two pieces at every split point and one byte at a time
 //! (with both `Stop::First` and `Stop::Last`).
 
-use pgtide_copyfmt::scan::{records, Dialect, RecordSpan, Scanner, Stop};
+use pgtide_copyfmt::scan::{records, Dialect, Format, RecordSpan, Scanner, Stop};
 use proptest::prelude::*;
 
 mod common;
@@ -275,20 +275,74 @@ fn counts_after_end_of_data_are_frozen() {
     assert!(s.at_record_start());
 }
 
+/// A `\.` with no line break after it is not the end marker: the server
+/// reads past the end of the data and finds none (issue 8: an unterminated
+/// `\.` line was dropped, and a CSV row `\.` lost with it).
 #[test]
-fn finish_recognises_a_final_end_marker() {
+fn an_unterminated_end_marker_is_a_last_record() {
+    use pgtide_copyfmt::scan::EolError;
     for d in [Dialect::text(), Dialect::csv()] {
-        for (input, is_marker) in [
-            (&b"a\n\\."[..], true),
-            (b"a\n\\.\r", true),
-            (b"a\n\\", false),
-            (b"a\nb", false),
-            (b"a\n", false),
+        let text = d.format == Format::Text;
+        for (input, error) in [
+            (&b"a\n\\."[..], text.then_some(EolError::MarkerCorrupt)),
+            (b"a\n\\.\r", Some(EolError::MarkerStyle)),
+            (
+                b"a\r\n\\.\r",
+                Some(match text {
+                    true => EolError::MarkerCorrupt,
+                    false => EolError::CarriageReturn,
+                }),
+            ),
+            (b"a\n\\", None),
+            (b"a\nb", None),
         ] {
             let mut s = Scanner::new(d.clone());
             s.scan(input, Stop::Last);
-            assert_eq!(s.finish(), is_marker, "{input:?}");
-            assert_eq!(s.end_of_data(), is_marker);
+            assert!(!s.finish(), "{input:?}");
+            assert!(!s.end_of_data());
+            assert_eq!(s.pending_error(), error, "{d:?} {input:?}");
+        }
+    }
+}
+
+/// What PostgreSQL 15-17 do after `\.` (checked against the servers): a
+/// line break of the stream's style ends the data; another style is an
+/// error in both formats; anything else an error in text, data in CSV.
+#[test]
+fn end_marker_errors_follow_the_server() {
+    use pgtide_copyfmt::scan::EolError;
+    const STYLE: Option<EolError> = Some(EolError::MarkerStyle);
+    const CORRUPT: Option<EolError> = Some(EolError::MarkerCorrupt);
+    type Case = (&'static [u8], &'static [(usize, Option<EolError>)]);
+    let text: [Case; 6] = [
+        (b"1\n\\.\r\n3\n", &[(2, None), (6, STYLE), (8, None)]),
+        (b"1\r\n\\.\n3\r\n", &[(3, None), (6, STYLE), (9, None)]),
+        (b"1\r\\.\n3\r", &[(2, None), (7, STYLE)]),
+        (b"1\r\n\\.x\r\n", &[(3, None), (8, CORRUPT)]),
+        (b"1\n\\.\rx\n", &[(2, None), (7, STYLE)]),
+        (b"a\\.b\nc\n", &[(5, CORRUPT), (7, None)]),
+    ];
+    let csv: [Case; 5] = [
+        (b"1\n\\.\r\n3\n", &[(2, None), (6, STYLE), (8, None)]),
+        (
+            b"1\r\n\\.\n3\r\n",
+            &[(3, None), (6, Some(EolError::Newline)), (9, None)],
+        ),
+        (b"1\r\\.\n3\r", &[(2, None), (7, STYLE)]),
+        (b"1\r\n\\.x\r\n", &[(3, None), (8, None)]),
+        (b"1\r\n\\.\r\r3\r\n", &[(3, None), (10, STYLE)]),
+    ];
+    for (d, cases) in [(Dialect::text(), &text[..]), (Dialect::csv(), &csv[..])] {
+        for (input, want) in cases {
+            let got: Vec<(usize, Option<EolError>)> =
+                records(&d, input).map(|r| (r.end, r.eol_error)).collect();
+            assert_eq!(
+                &got,
+                want,
+                "{:?} {:?}",
+                d.format,
+                String::from_utf8_lossy(input)
+            );
         }
     }
 }
@@ -301,10 +355,14 @@ fn records_splits_whole_buffers() {
     let want = [(0, 9, 0), (9, 11, 2), (11, 12, 3), (12, 13, 4)];
     let got: Vec<(usize, usize, u64)> = spans.iter().map(|r| (r.start, r.end, r.line)).collect();
     assert_eq!(got, want);
-    // The end marker, terminated or not, ends the records.
-    for input in [&b"a\nb\n\\.\nc\n"[..], b"a\nb\n\\.", b"a\nb\n\\.\r"] {
-        let n = records(&Dialect::text(), input).count();
-        assert_eq!(n, 2, "{input:?}");
+    // The end marker ends the records; without a line break after it, it
+    // is a last record (the server rejects it in text).
+    for (input, n) in [
+        (&b"a\nb\n\\.\nc\n"[..], 2),
+        (b"a\nb\n\\.", 3),
+        (b"a\nb\n\\.\r", 3),
+    ] {
+        assert_eq!(records(&Dialect::text(), input).count(), n, "{input:?}");
     }
     assert_eq!(records(&Dialect::text(), b"").count(), 0);
     // A mid-record text marker keeps its record.
@@ -406,9 +464,7 @@ proptest! {
         }
         let last = ends.last().copied().unwrap_or(0);
         let rest = &input[last..];
-        let marker = rest == b"\\." || rest == b"\\.\r";
-        let final_marker = d.end_marker && marker;
-        let tail = !(eod || rest.is_empty() || final_marker);
+        let tail = !(eod || rest.is_empty());
         prop_assert_eq!(spans.len(), ends.len() + usize::from(tail));
     }
 

@@ -82,7 +82,7 @@ impl RowFailure {
             sqlstate: Some(EolError::SQLSTATE.to_owned()),
             message: e.message(format).to_owned(),
             detail: None,
-            hint: Some(e.hint(format).to_owned()),
+            hint: e.hint(format).map(str::to_owned),
         }
     }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use pgtide::copyopts::{CopyFormat, Header};
 use pgtide::ident::QualifiedName;
-use pgtide::load::{self, LoadOptions, Report};
+use pgtide::load::{self, LoadOptions, Method, Report};
 use pgtide::progress::Progress;
 use support::{Case, Compress, Db};
 
@@ -37,6 +37,22 @@ async fn load_format_with_rejects(
     chunk: usize,
     header: Header,
 ) -> (Report, Vec<(u64, String)>) {
+    let method = Method::Copy;
+    load_method_with_rejects(db, table, format, method, data, workers, chunk, header).await
+}
+
+/// [`load_with_rejects`] in any format, by any method.
+#[allow(clippy::too_many_arguments)]
+async fn load_method_with_rejects(
+    db: &Db,
+    table: &str,
+    format: CopyFormat,
+    method: Method,
+    data: &[u8],
+    workers: usize,
+    chunk: usize,
+    header: Header,
+) -> (Report, Vec<(u64, String)>) {
     let file = db.file(data, Compress::None);
     let dir = tempfile::tempdir().unwrap();
     let rejects = dir.path().join("r.csv");
@@ -46,6 +62,7 @@ async fn load_format_with_rejects(
         format,
     );
     o.copy.header = header;
+    o.method = method;
     o.workers = workers;
     o.chunk_bytes = chunk;
     o.rejects = Some(rejects.clone());
@@ -308,6 +325,93 @@ async fn a_mid_row_end_marker_follows_the_servers_version() {
         } else {
             assert_eq!((report.rows_loaded, report.rows_rejected), (2, 0));
             assert_eq!(ids(&db, &table).await, [1, 2]);
+        }
+    }
+}
+
+/// Issue 8 (outside testing): `\.` followed by a line break of another
+/// style than the file's, or by nothing at the end of the input, is not
+/// the end marker. PostgreSQL rejects such a line (or, in CSV, reads an
+/// unterminated `\.` as data), and reads nothing after an error; pgtide
+/// stopped there instead and dropped the rows after it with exit 0. Now
+/// the line is a row like any other: rejected with the server's reason,
+/// and every method loads the same rows.
+#[tokio::test]
+async fn end_markers_the_server_refuses_are_rows_not_the_end() {
+    let db = Db::start().await;
+    let v18 = db.cluster.bin().version() >= 18;
+    // (format, data, ids loaded, records rejected with their SQLSTATE)
+    type Case = (
+        CopyFormat,
+        &'static [u8],
+        &'static [i32],
+        Vec<(u64, &'static str)>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            CopyFormat::Csv,
+            b"1,a\n\\.\r\n3,c\n",
+            &[1, 3],
+            vec![(2, "22P04")],
+        ),
+        (
+            CopyFormat::Csv,
+            b"1,a\r\n\\.\n3,c\r\n",
+            &[1, 3],
+            vec![(2, "22P04")],
+        ),
+        (
+            CopyFormat::Text,
+            b"1\ta\n\\.\r\n3\tc\n",
+            &[1, 3],
+            vec![(2, "22P04")],
+        ),
+        (
+            CopyFormat::Text,
+            b"1\ta\r\\.\n3\tc\r",
+            &[1],
+            vec![(2, "22P04")],
+        ),
+        // Unterminated: CSV data (not an integer), a text error.
+        (CopyFormat::Csv, b"1,a\n\\.", &[1], vec![(2, "22P02")]),
+        (CopyFormat::Text, b"1\ta\n\\.", &[1], vec![(2, "22P04")]),
+        (
+            CopyFormat::Text,
+            b"1\ta\\.b\n2\tc\n",
+            &[2],
+            vec![(1, "22P04")],
+        ),
+    ];
+    for (i, (format, data, loaded, rejected)) in cases.into_iter().enumerate() {
+        for method in [
+            Method::Copy,
+            Method::Binary,
+            Method::Pipeline,
+            Method::Values,
+        ] {
+            let table = format!("marker{i}_{}", method.name());
+            new_table(&db, &table).await;
+            let (report, got) = load_method_with_rejects(
+                &db,
+                &table,
+                format,
+                method,
+                data,
+                1,
+                1 << 20,
+                Header::None,
+            )
+            .await;
+            let ctx = format!(
+                "{format:?} {:?} {}",
+                String::from_utf8_lossy(data),
+                method.name()
+            );
+            assert!(report.failure.is_none(), "{ctx}: {:?}", report.failure);
+            assert_eq!(ids(&db, &table).await, loaded, "{ctx}");
+            let want: Vec<(u64, String)> =
+                rejected.iter().map(|(r, s)| (*r, s.to_string())).collect();
+            assert_eq!(got, want, "{ctx} (PG 18: {v18})");
         }
     }
 }

@@ -40,7 +40,7 @@ fn text_escapes() {
         (b"\\0", b"\0"),
         (b"\\x00", b"\0"),
         (b"\\x41\\x4g\\xg\\xFF", b"A\x04gxg\xff"),
-        (b"\\q\\.\\N", b"q.N"),
+        (b"\\q\\N\\\\.", b"qN\\."),
         (b"\\477", b"\x3f"),
         (b"a\\", b"a"),
         (b"a\\\n", b"a\n"),
@@ -55,6 +55,12 @@ fn text_escapes() {
         }
         r.unwrap();
         assert_eq!(f.get(0), Some(*want), "{raw:?}");
+    }
+    // `\.` never reaches the server's field splitter as data: refused.
+    for raw in [&b"a\\.b"[..], b"\\.", b"x\ty\\.\n"] {
+        let mut f = Fields::new();
+        let r = split_record(&Dialect::text(), &NullSpec::text(), raw, &mut f);
+        assert!(r.is_err(), "{raw:?}");
     }
     // A NUL escape in a field that is NULL does not matter.
     let nulls = NullSpec {

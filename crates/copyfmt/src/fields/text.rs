@@ -51,6 +51,15 @@ fn text_field(
                     next: None,
                 })
             }
+            // The server's line reader never lets `\.` through as data:
+            // it ends the data there or rejects the line, by rules that
+            // depend on the server version, so only the server decides.
+            Some(&b'\\') if rec.get(i + 1) == Some(&b'.') => {
+                return Err(FieldError::new(
+                    "end-of-copy marker (\\.) inside a record",
+                    out.len(),
+                ))
+            }
             Some(&b'\\') => i = unescape(rec, i + 1, &mut out.buf, saw_nul),
             Some(&b'\n') => return line_end(rec, i, "literal newline found in data", out.len()),
             Some(&b'\r') => {

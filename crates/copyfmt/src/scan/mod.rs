@@ -69,8 +69,13 @@
 //!   `\` + newline is data and `\\` + newline ends the record.
 //! * CSV: a quote opens a quoted section anywhere in a field, not only at its
 //!   start. Inside quotes, a distinct ESCAPE only escapes QUOTE or ESCAPE.
-//! * End marker: a record that is exactly `\.` (then `\n` or `\r\n`) ends the
-//!   data; [`Scanner::scan`] returns the boundary before it. In text format a
+//! * End marker: a record that is exactly `\.` then a line break of the
+//!   stream's style ends the data; [`Scanner::scan`] returns the boundary
+//!   before it. A `\.` followed by a line break of another style is an
+//!   error in both formats, by anything else an error in text and data in
+//!   CSV, and at the end of the input (no line break) the same: such a
+//!   record is marked as the server would reject it ([`EolError`]) and
+//!   the data goes on, as in `CopyReadLineText`. In text format a
 //!   `\.` + newline in the middle of a record also ends the data, as in
 //!   PostgreSQL up to 17; that record is counted and kept, so the server
 //!   sees it and decides. PostgreSQL 18 rejects that record instead and
@@ -372,7 +377,16 @@ impl Scanner {
         if self.st == St::Cr && self.eol == Eol::CrNl {
             return Some(EolError::CarriageReturn);
         }
-        self.bad_rec
+        // A `\.` the data ended in (see `finish`): an error in text; in
+        // CSV, data, but a `\r` after it is one that has no `\n`.
+        let marker = match self.st {
+            St::StartDot | St::StartDotCr | St::MidDot | St::MidDotCr if !self.csv => {
+                Some(self.marker_corrupt())
+            }
+            St::StartDotCr => Some(EolError::CarriageReturn),
+            _ => None,
+        };
+        self.bad_rec.or(marker)
     }
 
     /// Continues from the state left by earlier calls.
@@ -479,22 +493,22 @@ impl Scanner {
         }
     }
 
-    /// Tells the scanner that the input has ended.
-    ///
-    /// Returns true if the unterminated last record is exactly the end
-    /// marker `\.` (possibly followed by `\r`); [`Scanner::end_of_data`]
-    /// then becomes true, and the caller should drop the last
-    /// [`Scanner::pending_len`] bytes instead of sending them. (The server
-    /// itself would reject an unterminated `\.` in text format.)
+    /// Tells the scanner that the input has ended; returns
+    /// [`Scanner::end_of_data`]. Unterminated bytes pending are a last
+    /// record, even a lone `\.`, which the server does not take for the
+    /// end marker without a line break after it (text: an error, see
+    /// [`Scanner::pending_error`]; CSV: data).
     pub fn finish(&mut self) -> bool {
         if self.st == St::Cr && self.eol == Eol::Unknown {
             // `\r` at the very end of the first record: the server settles
             // on a lone `\r`, and the record is complete.
             self.eol = Eol::Cr;
         }
-        let marker = matches!(self.st, St::StartDot | St::StartDotCr);
-        self.done |= marker;
-        marker
+        // A `\.` (or `\.\r` in the `\r\n` style) with nothing after it is
+        // not the end marker: the server reads on past the end of the
+        // data, finds no line break, and calls it corrupt (text) or data
+        // (CSV). So the data never ends here: the rest is a last record.
+        self.done
     }
 }
 

@@ -331,32 +331,53 @@ impl Scanner {
             St::TextEsc => self.goto(St::Field),
             St::StartBs if b == b'.' => self.goto(St::StartDot),
             St::StartBs => self.replay(b"\\", b),
-            St::StartDot => match b {
-                b'\n' => Ev::EodBefore,
-                // `\.\r` ends the data unless the style is `\r\n`, which
-                // wants `\.\r\n` (with `\n` the server calls it corrupt).
-                b'\r' if matches!(self.eol, Eol::Unknown | Eol::Cr) => Ev::EodBefore,
-                b'\r' => self.goto(St::StartDotCr),
-                _ => self.replay(b"\\.", b),
-            },
-            St::StartDotCr if b == b'\n' => Ev::EodBefore,
-            St::StartDotCr => self.replay(b"\\.\r", b),
-            St::MidDot if b == b'\n' => Ev::EodAfter,
-            St::MidDot if b == b'\r' && matches!(self.eol, Eol::Unknown | Eol::Cr) => Ev::EodAfter,
-            St::MidDot if b == b'\r' => self.goto(St::MidDotCr),
-            St::MidDotCr if b == b'\n' => Ev::EodAfter,
-            St::MidDot => {
-                self.st = St::Field;
-                self.step(b)
-            }
-            // The peeked `\r` was data: it counts as one (a bad record in
-            // the `\n` style, a pending `\r` in the `\r\n` style).
-            St::MidDotCr => {
-                self.st = St::Field;
-                self.step(b'\r');
-                self.step(b)
-            }
+            St::StartDot => self.after_marker(b, b"\\.", St::StartDotCr, Ev::EodBefore),
+            St::MidDot => self.after_marker(b, b"", St::MidDotCr, Ev::EodAfter),
+            St::StartDotCr => self.after_marker_cr(b, b"\\.\r", Ev::EodBefore),
+            St::MidDotCr => self.after_marker_cr(b, b"\r", Ev::EodAfter),
             St::Cr => self.after_cr(b),
+        }
+    }
+
+    /// The byte after `\.` (at a record's start, or mid-record in text
+    /// up to PostgreSQL 17), by `CopyReadLineText`'s rules: a line break
+    /// of the stream's style ends the data (`eod`); in the `\r\n` style a
+    /// `\r` waits for its `\n` (`cr`); anything else is data in CSV and an
+    /// error in text, and a line break of another style is an error in
+    /// both. An erroneous record is marked and read on as data (`peeked`:
+    /// the marker's bytes not yet run through the machine).
+    fn after_marker(&mut self, b: u8, peeked: &[u8], cr: St, eod: Ev) -> Ev {
+        let error = match (b, self.eol) {
+            (b'\r', Eol::CrNl) => return self.goto(cr),
+            (b'\n', Eol::CrNl) if self.csv => None,
+            (b'\n', Eol::Unknown | Eol::Nl) | (b'\r', Eol::Unknown | Eol::Cr) => return eod,
+            (b'\n' | b'\r', _) => Some(EolError::MarkerStyle),
+            _ if self.csv => None,
+            _ => Some(self.marker_corrupt()),
+        };
+        if let Some(e) = error {
+            self.mark(e);
+        }
+        self.replay(peeked, b)
+    }
+
+    /// The byte after `\.\r` in the `\r\n` style (see
+    /// [`Scanner::after_marker`]).
+    fn after_marker_cr(&mut self, b: u8, peeked: &[u8], eod: Ev) -> Ev {
+        match b {
+            b'\n' => return eod,
+            b'\r' => self.mark(EolError::MarkerStyle),
+            _ if self.csv => {}
+            _ => self.mark(self.marker_corrupt()),
+        }
+        self.replay(peeked, b)
+    }
+
+    /// Text: the server's error for `\.` not followed by a line break.
+    pub(super) fn marker_corrupt(&self) -> EolError {
+        match self.dialect.mid_record_marker {
+            true => EolError::MarkerCorrupt,
+            false => EolError::MarkerNotAlone,
         }
     }
 

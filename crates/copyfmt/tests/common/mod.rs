@@ -122,24 +122,50 @@ pub fn reference_full(d: &Dialect, input: &[u8]) -> Reference {
                 continue 'records;
             }
             if c == b'\\' && (!csv || first_char_in_line) {
-                if d.end_marker && (first_char_in_line || d.mid_record_marker) {
-                    // Look for the end marker after the backslash.
-                    let rest = &input[i..];
-                    let marker: [&[u8]; 2] = match r.eol {
-                        Eol::Unknown | Eol::Cr => [b".\n", b".\r"],
-                        _ => [b".\n", b".\r\n"],
-                    };
-                    if let Some(m) = marker.iter().find(|m| rest.starts_with(m)) {
-                        if !first_char_in_line {
-                            r.ends.push(i + m.len()); // text, mid-record
-                            r.bad.push(bad);
+                if d.end_marker
+                    && (first_char_in_line || d.mid_record_marker)
+                    && input.get(i) == Some(&b'.')
+                {
+                    // `CopyReadLineText` after `\.`: `c2` is `None` at the
+                    // end of the stream so far (cannot tell yet).
+                    let mut j = i + 1;
+                    // Not the end marker: data (CSV) or an error (`err`).
+                    let mut not_end = false;
+                    let mut err = false;
+                    if r.eol == Eol::CrNl {
+                        match input.get(j) {
+                            None => return r,
+                            Some(b'\r') => j += 1,
+                            Some(_) if csv => not_end = true,
+                            Some(_) => err = true, // `\n`: another style; else corrupt
                         }
-                        r.eod = true;
-                        return r;
                     }
-                    if marker.iter().any(|m| m.starts_with(rest)) {
-                        return r; // cannot tell yet
+                    if !not_end && !err {
+                        match input.get(j) {
+                            None => return r,
+                            Some(&c2) if c2 != b'\r' && c2 != b'\n' => err = !csv, // corrupt
+                            Some(&c2) => {
+                                let fits = match r.eol {
+                                    Eol::Nl | Eol::CrNl => c2 == b'\n',
+                                    Eol::Cr => c2 == b'\r',
+                                    Eol::Unknown => true,
+                                };
+                                if !fits {
+                                    err = true;
+                                } else {
+                                    if !first_char_in_line {
+                                        r.ends.push(j + 1); // text, mid-record
+                                        r.bad.push(bad);
+                                    }
+                                    r.eod = true;
+                                    return r;
+                                }
+                            }
+                        }
                     }
+                    // The server stops at the error; pgtide reads the
+                    // record to its end, as data.
+                    bad |= err;
                 }
                 if !csv {
                     i += 1; // the escaped byte, whatever it is

@@ -210,10 +210,40 @@ impl Chunker {
                     return Ok(Some(self.take(cut)));
                 }
             }
+            if self.scanner.end_of_data() && self.binary {
+                self.nothing_after_trailer()?;
+            }
             if self.scanner.end_of_data() || self.eof {
                 return Ok(self.finish());
             }
             self.fill()?;
+        }
+    }
+
+    /// Binary: the trailer must end the input, as the server requires of
+    /// COPY FROM STDIN ("received copy data after EOF marker"); bytes
+    /// after it (two binary files concatenated) would otherwise be
+    /// dropped without a word.
+    fn nothing_after_trailer(&mut self) -> Result<()> {
+        const TRAILER: usize = 2;
+        let start = self.cut.map_or(0, |c| c.offset);
+        loop {
+            if self.buf.len() > start + TRAILER {
+                return Err(Error::input(format!(
+                    "{}: received copy data after EOF marker: {} byte(s) follow the binary \
+                     trailer at byte {}",
+                    self.input,
+                    self.buf.len() - start - TRAILER,
+                    self.byte + start as u64
+                ))
+                .with_hint(
+                    "a binary COPY file ends at its trailer; to load two files, \
+                     give them as two inputs",
+                ));
+            }
+            if self.eof || self.fill()? == 0 {
+                return Ok(());
+            }
         }
     }
 
@@ -391,12 +421,7 @@ impl Chunker {
             let cut = self.cut?;
             return (cut.offset > 0).then(|| self.take(cut));
         }
-        if self.scanner.finish() {
-            // The input ends with an unterminated `\.`: the end marker,
-            // not a record.
-            let cut = self.cut?;
-            return (cut.offset > 0).then(|| self.take(cut));
-        }
+        self.scanner.finish();
         let (records, lines, bad) = self.cut.map_or((0, 0, 0), |c| (c.records, c.lines, c.bad));
         let tail_len = self.buf.len() - self.cut.map_or(0, |c| c.offset);
         if self.buf.is_empty() {

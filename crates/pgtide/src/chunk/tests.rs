@@ -147,3 +147,57 @@ fn end_marker_stops_the_input() {
     assert_eq!(got.len(), 1);
     assert_eq!(&got[0].data[..], b"1\ta\n");
 }
+
+/// Binary input ends at its trailer: bytes after it (two files
+/// concatenated) are an error, as for the server, at every read and chunk
+/// size; a file that ends there loads its tuples.
+#[test]
+fn binary_data_after_the_trailer_is_an_error() {
+    use copyfmt::binary::{write_header, write_trailer, RowWriter};
+    let file = |tuples: &[&[u8]]| {
+        let mut out = Vec::new();
+        write_header(&mut out);
+        for t in tuples {
+            let mut row = RowWriter::begin_row(&mut out, 1);
+            row.value(t).unwrap();
+            row.finish().unwrap();
+        }
+        write_trailer(&mut out);
+        out
+    };
+    let one = file(&[b"a", b"b"]);
+    let two = [one.clone(), file(&[b"c"])].concat();
+    for target in [1, 8, 1 << 20] {
+        for step in [1, 3, 1 << 16] {
+            let run = |data: &[u8]| {
+                let reader = Trickle {
+                    data: data.to_vec(),
+                    pos: 0,
+                    step,
+                };
+                let mut c = Chunker::new(
+                    "in",
+                    Box::new(reader),
+                    Dialect::binary(),
+                    Header::None,
+                    target,
+                    0,
+                );
+                let mut records = 0;
+                loop {
+                    match c.next_chunk() {
+                        Ok(Some(chunk)) => records += chunk.records,
+                        Ok(None) => return Ok(records),
+                        Err(e) => return Err(e.to_string()),
+                    }
+                }
+            };
+            assert_eq!(run(&one), Ok(2), "target {target} step {step}");
+            let err = run(&two).unwrap_err();
+            assert!(
+                err.contains("after EOF marker"),
+                "target {target} step {step}: {err}"
+            );
+        }
+    }
+}

@@ -79,11 +79,18 @@ pub(super) fn line_ending_error(chunk: &Chunk, dialect: &Dialect) -> Option<(Err
         row.message,
         show_row(&chunk.data[span.start..span.end])
     );
-    let hint = format!(
-        "{} Every line must end like the file's first line (\\n, \\r\\n or \\r); \
-         use --rejects FILE to set such rows aside and load all the others",
-        row.hint.as_deref().unwrap_or_default()
-    );
+    let hint = match &row.hint {
+        // A line break of another style (the server's own hint first).
+        Some(server) => format!(
+            "{server} Every line must end like the file's first line (\\n, \\r\\n or \\r); \
+             use --rejects FILE to set such rows aside and load all the others"
+        ),
+        // An end marker (`\.`) the server refuses.
+        None => "a line holding \\. ends the data only when alone and ended like the \
+                 file's first line; use --rejects FILE to set such rows aside and load \
+                 all the others"
+            .to_owned(),
+    };
     let error = Error::new(ErrorKind::Server, message)
         .with_sqlstate(EolError::SQLSTATE)
         .with_hint(hint);
