@@ -7,7 +7,7 @@
 //! scanner fed in two pieces at every split point and one byte at a time
 //! (with both `Stop::First` and `Stop::Last`).
 
-use pgtide_copyfmt::scan::{records, Dialect, Format, RecordSpan, Scanner, Stop};
+use pgtide_copyfmt::scan::{records, Dialect, Format, LeadBytes, RecordSpan, Scanner, Stop};
 use proptest::prelude::*;
 
 mod common;
@@ -396,7 +396,7 @@ fn invalid_dialects_are_errors() {
 /// inputs take the 64-byte fast path too.
 fn special_bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
     (0usize..40).prop_flat_map(move |plain| {
-        let mut alphabet = b"\"\\,\n\r.'".to_vec();
+        let mut alphabet = b"\"\\,\n\r.'\x95\xb1\x8f".to_vec();
         alphabet.resize(alphabet.len() + plain, b'a');
         prop::collection::vec(prop::sample::select(alphabet), 0..max)
     })
@@ -412,9 +412,16 @@ fn dialects() -> impl Strategy<Value = Dialect> {
         csv_with(b'\\', b'\\'),
         csv_with(b'.', b'.'),
     ]);
-    (base, any::<bool>(), any::<bool>()).prop_map(|(mut d, marker, mid)| {
+    let lead = prop::sample::select(vec![
+        LeadBytes::Ascii,
+        LeadBytes::Sjis,
+        LeadBytes::Johab,
+        LeadBytes::Double,
+    ]);
+    (base, any::<bool>(), any::<bool>(), lead).prop_map(|(mut d, marker, mid, lead)| {
         d.end_marker = marker;
         d.mid_record_marker = mid;
+        d.lead_bytes = lead;
         d
     })
 }

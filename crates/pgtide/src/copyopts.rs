@@ -122,6 +122,9 @@ impl CopyOptions {
             d.end_marker = server_major < 18;
         }
         d.mid_record_marker = server_major < 18;
+        if let Some(e) = &self.encoding {
+            d.lead_bytes = copyfmt::scan::LeadBytes::of_encoding(e);
+        }
         d
     }
 

@@ -53,6 +53,24 @@ async fn load_method_with_rejects(
     chunk: usize,
     header: Header,
 ) -> (Report, Vec<(u64, String)>) {
+    load_tweaked_with_rejects(db, table, format, data, |o| {
+        o.copy.header = header;
+        o.method = method;
+        o.workers = workers;
+        o.chunk_bytes = chunk;
+    })
+    .await
+}
+
+/// Loads `data` into `table` with `--rejects` and the options `tweak`
+/// sets; returns the report and the rejected (record, sqlstate) pairs.
+async fn load_tweaked_with_rejects(
+    db: &Db,
+    table: &str,
+    format: CopyFormat,
+    data: &[u8],
+    tweak: impl FnOnce(&mut LoadOptions),
+) -> (Report, Vec<(u64, String)>) {
     let file = db.file(data, Compress::None);
     let dir = tempfile::tempdir().unwrap();
     let rejects = dir.path().join("r.csv");
@@ -61,12 +79,9 @@ async fn load_method_with_rejects(
         QualifiedName::parse(table).unwrap(),
         format,
     );
-    o.copy.header = header;
-    o.method = method;
-    o.workers = workers;
-    o.chunk_bytes = chunk;
+    tweak(&mut o);
     o.rejects = Some(rejects.clone());
-    let report = load::run(&db.target, &o, Arc::new(Progress::new(workers)))
+    let report = load::run(&db.target, &o, Arc::new(Progress::new(o.workers)))
         .await
         .expect("load starts");
     let log = std::fs::read_to_string(pgtide::reject::log_path(&rejects)).unwrap_or_default();
@@ -412,6 +427,53 @@ async fn end_markers_the_server_refuses_are_rows_not_the_end() {
             let want: Vec<(u64, String)> =
                 rejected.iter().map(|(r, s)| (*r, s.to_string())).collect();
             assert_eq!(got, want, "{ctx} (PG 18: {v18})");
+        }
+    }
+}
+
+/// Outside testing: in Shift JIS (and Big5, GBK, UHC, GB18030, JOHAB) a
+/// character's second byte may be `0x5C`, the backslash: `表` is
+/// `0x95 0x5C`. The server skips a character's bytes when it looks for
+/// line ends; pgtide read that `0x5C` as an escape of the line break, so
+/// two rows became one, and with `--rejects` on PostgreSQL 17 the row
+/// after it vanished with exit 0. Every chunk size and worker count must
+/// find the server's rows.
+#[tokio::test]
+async fn sjis_characters_holding_a_backslash_byte_do_not_join_rows() {
+    let db = Db::start().await;
+    let text: &[u8] = b"1\ta\t\x95\x5c\nx2\tb\tc\n3\td\te\n4\tf\t\x95\x5c\x95\x5c\n";
+    let csv: &[u8] = b"1,a,\"\x95\x5c\"\nx2,b,c\n3,d,e\n4,f,\x95\x5c\x95\x5c\n";
+    for (format, data) in [(CopyFormat::Text, text), (CopyFormat::Csv, csv)] {
+        for (workers, chunk) in [(1, 1 << 20), (2, 1), (2, 7)] {
+            let table = format!("sjis_{format:?}_{workers}_{chunk}").to_lowercase();
+            db.client
+                .batch_execute(&format!("CREATE TABLE {table} (id int, a text, b text)"))
+                .await
+                .unwrap();
+            let (report, rejected) = load_tweaked_with_rejects(&db, &table, format, data, |o| {
+                o.copy.encoding = Some("SJIS".into());
+                if format == CopyFormat::Csv {
+                    o.copy.escape = Some(b'\\');
+                }
+                o.workers = workers;
+                o.chunk_bytes = chunk;
+            })
+            .await;
+            let ctx = format!("{format:?} workers {workers} chunk {chunk}");
+            assert_eq!(report.rows_read, 4, "{ctx}");
+            assert_eq!((report.rows_loaded, report.rows_rejected), (3, 1), "{ctx}");
+            assert_eq!(rejected, [(2, "22P02".to_owned())], "{ctx}");
+            let rows: Vec<(i32, String)> = db
+                .client
+                .query(&format!("SELECT id, b FROM {table} ORDER BY id"), &[])
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            let want = [(1, "表"), (3, "e"), (4, "表表")];
+            let want: Vec<(i32, String)> = want.iter().map(|(i, s)| (*i, s.to_string())).collect();
+            assert_eq!(rows, want, "{ctx}");
         }
     }
 }

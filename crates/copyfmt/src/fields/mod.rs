@@ -231,6 +231,18 @@ pub fn split_record_prefix(
 ) -> Result<(), FieldError> {
     out.clear();
     d.validate().map_err(|m| FieldError::new(m, 0))?;
+    // The server splits fields after converting the line to its own
+    // encoding; the raw bytes of an encoding that hides ASCII bytes in its
+    // characters (`表` is `0x95 0x5C` in Shift JIS) cannot be split here.
+    if d.format != Format::Binary
+        && d.lead_bytes.embeds_ascii()
+        && record.iter().any(|&b| b >= 0x80)
+    {
+        return Err(FieldError::new(
+            "multibyte characters in an encoding whose characters may hold ASCII bytes",
+            0,
+        ));
+    }
     match d.format {
         Format::Text => split_text(d.delimiter, nulls, record, out, fields),
         Format::Csv => split_csv(d, nulls, record, out, fields),

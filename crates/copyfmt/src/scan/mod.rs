@@ -101,6 +101,7 @@ use std::fmt;
 
 mod binary;
 mod eol;
+mod multibyte;
 mod records;
 mod server_lines;
 mod textcsv;
@@ -110,6 +111,7 @@ mod tests;
 
 use binary::Bin;
 pub use eol::{Eol, EolError};
+pub use multibyte::LeadBytes;
 pub use records::{records, records_with, RecordSpan};
 pub use server_lines::{record_at_server_line, server_lines};
 use textcsv::St;
@@ -145,6 +147,10 @@ pub struct Dialect {
     /// the data (PostgreSQL up to 17); from 18 the server rejects such a
     /// record and goes on.
     pub mid_record_marker: bool,
+    /// The input's encoding, when its characters can hide ASCII bytes
+    /// (`ENCODING 'SJIS'` and the like): the rest of a character is
+    /// skipped, as the server does.
+    pub lead_bytes: LeadBytes,
 }
 
 impl Dialect {
@@ -157,6 +163,7 @@ impl Dialect {
             escape: b'"',
             end_marker: true,
             mid_record_marker: true,
+            lead_bytes: LeadBytes::Ascii,
         }
     }
 
@@ -169,6 +176,7 @@ impl Dialect {
             escape: b'"',
             end_marker: true,
             mid_record_marker: true,
+            lead_bytes: LeadBytes::Ascii,
         }
     }
 
@@ -271,6 +279,8 @@ pub struct Scanner {
     /// The line-ending error of the last bad record that ended.
     last_error: Option<EolError>,
     bin: Bin,
+    /// Bytes of a multibyte character still to skip ([`LeadBytes`]).
+    mb_left: u8,
     done: bool,
     header_len: Option<usize>,
     pending: u64,
@@ -337,6 +347,7 @@ impl Scanner {
             bad_rec: None,
             last_error: None,
             bin,
+            mb_left: 0,
             done: false,
             header_len: None,
             pending: 0,

@@ -56,7 +56,13 @@ pub fn server_lines(d: &Dialect, eol: Eol, record: &[u8]) -> u64 {
     let escape = (d.escape != d.quote).then_some(d.escape);
     let (mut in_quote, mut last_was_esc) = (false, false);
     let mut n = 0;
+    let mut skip = 0;
     for &c in record {
+        if skip > 0 {
+            skip -= 1; // the rest of a multibyte character
+            continue;
+        }
+        skip = d.lead_bytes.trailing(c);
         if in_quote && Some(c) == escape {
             last_was_esc = !last_was_esc;
         }

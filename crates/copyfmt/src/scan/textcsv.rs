@@ -79,7 +79,10 @@ impl Scanner {
                     &tail
                 }
             };
-            let fast = match (self.st.is_simple(self.csv), self.csv) {
+            // A character that may hide ASCII bytes is read byte by byte.
+            let multibyte = self.dialect.lead_bytes.embeds_ascii()
+                && (self.mb_left > 0 || block[..n].iter().any(|&b| b >= 0x80));
+            let fast = match (self.st.is_simple(self.csv) && !multibyte, self.csv) {
                 (false, _) => None,
                 (true, true) => self.fast_csv(block, n),
                 (true, false) => self.fast_text(block, n),
@@ -254,15 +257,27 @@ impl Scanner {
     /// The slow path over one block: `Scanner::step` on every byte.
     fn slow_block(&mut self, bytes: &[u8], base: usize, stop: Stop, acc: &mut Acc) -> Flow {
         for (i, &b) in bytes.iter().enumerate() {
+            if self.mb_left > 0 {
+                // The rest of a multibyte character: data, whatever it is.
+                self.mb_left -= 1;
+                acc.lines += u64::from(b == self.line_byte());
+                continue;
+            }
+            // The server skips the rest of a character it reads as one
+            // (not one it skips after a text backslash).
+            let escaped = self.st == St::TextEsc || (!self.csv && self.st == St::StartBs);
             let mut ev = self.step(b);
             if ev == Ev::EndBefore {
                 // The lone `\r` before `b` ended the first record.
                 acc.lines += 1;
                 self.end_record(acc, base + i);
                 if stop == Stop::First {
-                    return Flow::Stop;
+                    return Flow::Stop; // `b` is fed again
                 }
                 ev = self.step(b);
+            }
+            if !escaped {
+                self.mb_left = self.dialect.lead_bytes.trailing(b);
             }
             acc.lines += u64::from(b == self.line_byte());
             match ev {

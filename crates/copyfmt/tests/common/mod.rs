@@ -2,7 +2,7 @@
 //! building binary COPY files.
 #![allow(dead_code)]
 
-use pgtide_copyfmt::scan::{Boundary, Dialect, Eol, Format, Scanner, Stop};
+use pgtide_copyfmt::scan::{Boundary, Dialect, Eol, Format, LeadBytes, Scanner, Stop};
 
 /// What a whole feed of the scanner produced, in absolute offsets.
 #[derive(Debug, PartialEq, Eq)]
@@ -172,6 +172,16 @@ pub fn reference_full(d: &Dialect, input: &[u8]) -> Reference {
                 }
             }
             first_char_in_line = false;
+            // `encoding_embeds_ascii`: the rest of the character, by its
+            // first byte, is skipped whatever it holds.
+            if c >= 0x80 {
+                i += match d.lead_bytes {
+                    LeadBytes::Ascii => 0,
+                    LeadBytes::Sjis if (0xa1..=0xdf).contains(&c) => 0,
+                    LeadBytes::Johab if c == 0x8f => 2,
+                    _ => 1,
+                };
+            }
         }
     }
     r
