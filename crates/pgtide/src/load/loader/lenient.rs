@@ -9,8 +9,9 @@ impl Loader {
     /// rows with bad values are skipped by the server in one pass, and each
     /// skip is told in a NOTICE naming its line. Those rows are left for
     /// the caller to reject (with the reason a plain COPY of the row gives).
-    /// If the notices do not account for every skipped row, the COPY is
-    /// undone (savepoint) and run plainly, so nothing can vanish.
+    /// If the rows inserted and the notices do not add up to the records
+    /// sent, each notice naming one, the COPY is undone (savepoint) and
+    /// run plainly (whose count is checked), so nothing can vanish.
     pub(super) async fn copy_lenient(
         &mut self,
         sql: &str,
@@ -24,15 +25,17 @@ impl Loader {
             .await
             .map_err(BatchError::plain)?;
         let rows = self.copy_with(sql, batch).await?;
-        if rows == batch.records {
-            return Ok(rows);
-        }
+        // Every skip notice counts, even when the rows inserted are as
+        // many as the records sent: then the server saw more rows than
+        // pgtide counted, and a skipped one would vanish unseen.
         let mut skipped = Vec::new();
+        let mut notices = 0u64;
         if let Some(n) = self.notices.as_mut() {
             while let Ok(notice) = n.try_recv() {
                 if !is_skip_notice(notice.routine()) {
                     continue;
                 }
+                notices += 1;
                 // "skipping row ... at line N for column ...": the column
                 // name and value come after N, in every translation.
                 let line = first_number(notice.message()).map(|(n, _)| n);
@@ -43,9 +46,13 @@ impl Loader {
                 }
             }
         }
+        if notices == 0 && rows == batch.records {
+            return Ok(rows);
+        }
         skipped.sort_unstable();
         skipped.dedup();
-        if skipped.len() as u64 == batch.records - rows {
+        let all_placed = skipped.len() as u64 == notices;
+        if all_placed && rows.checked_add(notices) == Some(batch.records) {
             self.skipped = skipped;
             return Ok(rows);
         }
