@@ -99,10 +99,34 @@ pub(crate) fn resolve(params: &Params, env: &Env) -> Result<Target> {
             .or(l.non_empty("fallback_application_name"))
             .unwrap_or(DEFAULT_APPLICATION_NAME)
             .to_owned(),
-        options: l.non_empty("options").map(str::to_owned),
+        options: options(l.non_empty("options"), env),
         connect_timeout: connect_timeout(&l)?,
         session,
     })
+}
+
+/// libpq sends these variables as settings of the session when they are
+/// set (its `EnvironmentOptions`): psql follows them, so pgtide must, or
+/// `03/04/2024` loads as another date than with psql.
+const SESSION_VARIABLES: [(&str, &str); 3] = [
+    ("PGDATESTYLE", "datestyle"),
+    ("PGTZ", "timezone"),
+    ("PGGEQO", "geqo"),
+];
+
+/// The startup `options`: the connection's own (`options`, `PGOPTIONS`),
+/// then a `-c name=value` for each of [`SESSION_VARIABLES`] that is set
+/// (later ones win, as libpq's settings win over its `options`), with
+/// spaces and backslashes escaped as the server splits `options`.
+fn options(own: Option<&str>, env: &Env) -> Option<String> {
+    let escape = |v: &str| v.replace('\\', "\\\\").replace(' ', "\\ ");
+    let mut parts: Vec<String> = own.map(str::to_owned).into_iter().collect();
+    for (var, setting) in SESSION_VARIABLES {
+        if let Some(v) = env.var(var).filter(|v| !v.is_empty()) {
+            parts.push(format!("-c {setting}={}", escape(v)));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join(" "))
 }
 
 fn reject_unsupported(l: &Lookup<'_>) -> Result<()> {

@@ -38,6 +38,35 @@ async fn connecting_to_a_real_server() {
         .get(0);
     assert_eq!(path, "elsewhere");
 
+    // libpq's session variables, as psql follows them (outside testing:
+    // `03/04/2024` loaded as 4 March instead of 3 April), after `options`.
+    let env = Env::empty()
+        .set("PGDATESTYLE", "ISO, DMY")
+        .set("PGTZ", "Asia/Tokyo")
+        .set("PGOPTIONS", "-c search_path=elsewhere -c timezone=UTC");
+    let c = parse(&format!("{base} password={pw}"), &env)
+        .connect()
+        .await
+        .unwrap();
+    let row = c
+        .query_one(
+            "SELECT current_setting('DateStyle'), current_setting('TimeZone'), \
+                    current_setting('search_path'), '03/04/2024'::date::text",
+            &[],
+        )
+        .await
+        .unwrap();
+    let got: (String, String, String, String) = (row.get(0), row.get(1), row.get(2), row.get(3));
+    assert_eq!(
+        got,
+        (
+            "ISO, DMY".into(),
+            "Asia/Tokyo".into(),
+            "elsewhere".into(),
+            "2024-04-03".into()
+        )
+    );
+
     let socket = format!(
         "host={} port={} user=postgres password={pw}",
         cluster.socket_dir().display(),
