@@ -19,7 +19,7 @@ use pgtide::copyopts::CopyFormat;
 use pgtide::ident::QualifiedName;
 use pgtide::load::{LineRange, LoadOptions, Report};
 use pgtide::progress::Progress;
-use support::Db;
+use support::{rejected_lines, Db};
 use tokio_postgres::Client;
 
 const ROWS: i32 = 3000;
@@ -407,15 +407,7 @@ async fn with_rejects_the_rows_each_shard_refuses_are_set_aside() {
     // log places each at its line.
     let want: String = bad.values().map(|r| format!("{r}\n")).collect();
     assert_eq!(std::fs::read_to_string(&rejects).unwrap(), want);
-    let log = std::fs::read_to_string(pgtide::reject::log_path(&rejects)).unwrap();
-    let logged: Vec<u64> = log
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["line"]
-                .as_u64()
-                .unwrap()
-        })
-        .collect();
+    let logged = rejected_lines(&rejects);
     let want_lines: Vec<u64> = bad.keys().map(|n| lines[n]).collect();
     assert_eq!(logged, want_lines);
     let bad_keys: Vec<i32> = bad.keys().copied().collect();

@@ -14,7 +14,7 @@ use pgtide::ident::QualifiedName;
 use pgtide::load::upsert::OnConflict;
 use pgtide::load::{self, LoadOptions, Method, Report};
 use pgtide::progress::Progress;
-use support::{Compress, Db};
+use support::{rejected_lines, Compress, Db};
 
 /// Keys 0..KEYS, most of them three times: again 3 and 40 rows later, so
 /// that duplicates meet inside chunks and across neighbouring chunks (which
@@ -489,4 +489,57 @@ async fn xmins(db: &Db, name: &str) -> BTreeMap<i32, String> {
         .iter()
         .map(|r| (r.get(0), r.get(1)))
         .collect()
+}
+
+/// Outside testing: a row that lost to another row of its key in the same
+/// chunk was never sent to the server, so a CHECK or NOT NULL it broke
+/// went unseen (counted as unchanged), while in another chunk the same
+/// row was rejected. The server checks every row of `INSERT .. ON
+/// CONFLICT` before the conflict, so each such row is rejected, whatever
+/// the chunk size and worker count.
+#[tokio::test]
+async fn rows_losing_to_their_key_are_still_checked() {
+    let db = Db::start().await;
+    let pad = "p".repeat(300);
+    // (k, v) rows: key 1 twice, one breaking the CHECK or NOT NULL; key 2
+    // three times, the middle one bad; key 3 once.
+    let data =
+        format!("1,1,{pad}\n1,13,{pad}\n2,2,{pad}\n2,,{pad}\n2,4,{pad}\n3,13,{pad}\n1,5,{pad}\n");
+    let mut n = 0;
+    for mode in [OnConflict::Update, OnConflict::Skip] {
+        for (workers, chunk) in [(1, 1 << 20), (1, 100), (2, 700)] {
+            n += 1;
+            let name = format!("losers_{n}");
+            db.client
+                .batch_execute(&format!(
+                    "CREATE TABLE {name} (k int PRIMARY KEY, v int NOT NULL CHECK (v <> 13), pad text)"
+                ))
+                .await
+                .unwrap();
+            let mut o = options(&db, data.as_bytes(), &name, mode);
+            o.columns = None;
+            o.workers = workers;
+            o.chunk_bytes = chunk;
+            let dir = tempfile::tempdir().unwrap();
+            o.rejects = Some(dir.path().join("r"));
+            let r = run(&db, &o).await;
+            let what = format!("{mode:?}, {workers} workers, {chunk} B chunks");
+            assert!(r.failure.is_none(), "{what}: {:?}", r.failure);
+            assert_eq!((r.rows_loaded, r.rows_rejected), (4, 3), "{what}");
+            assert_eq!(rejected_lines(&dir.path().join("r")), [2, 4, 6], "{what}");
+            let rows: Vec<(i32, i32)> = db
+                .client
+                .query(&format!("SELECT k, v FROM {name} ORDER BY k"), &[])
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            let want = match mode {
+                OnConflict::Update => [(1, 5), (2, 4)],
+                OnConflict::Skip => [(1, 1), (2, 2)],
+            };
+            assert_eq!(rows, want, "{what}");
+        }
+    }
 }

@@ -7,7 +7,7 @@ mod support;
 
 use pgtide::copyopts::CopyFormat;
 use pgtide::load::Method;
-use support::{Case, Db};
+use support::{rejected_lines, Case, Db};
 
 const COLUMNS: usize = 1600;
 const ROWS: usize = 200;
@@ -77,15 +77,7 @@ async fn sixteen_hundred_columns_with_bad_rows_with_every_method() {
                 ((ROWS - bad.len()) as u64, bad.len() as u64, ROWS as u64),
                 "{ctx}"
             );
-            let log = std::fs::read_to_string(pgtide::reject::log_path(&rejects)).unwrap();
-            let lines: Vec<u64> = log
-                .lines()
-                .map(|l| {
-                    serde_json::from_str::<serde_json::Value>(l).unwrap()["line"]
-                        .as_u64()
-                        .unwrap()
-                })
-                .collect();
+            let lines = rejected_lines(&rejects);
             let want: Vec<u64> = bad.iter().map(|&r| r as u64 + 1).collect();
             assert_eq!(lines, want, "{ctx}: rejected lines");
         }

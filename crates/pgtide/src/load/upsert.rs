@@ -60,6 +60,15 @@ pub enum OnConflict {
 }
 
 impl OnConflict {
+    /// The order of a key's rows by position that puts the winner first:
+    /// the last row for `update`, the first for `skip`.
+    fn winner_first(self) -> &'static str {
+        match self {
+            OnConflict::Update => "DESC",
+            OnConflict::Skip => "ASC",
+        }
+    }
+
     /// The name users type.
     pub fn name(self) -> &'static str {
         match self {
@@ -81,8 +90,15 @@ pub struct Upsert {
     pub create_sql: String,
     /// Empties [`STAGE`] before each batch is COPYed into it.
     pub truncate_sql: String,
-    /// Merges [`STAGE`] into the target; answers (inserted, merged).
+    /// Merges [`STAGE`] into the target; answers (inserted, merged,
+    /// winners): winners is one row per key, less than the rows staged
+    /// when a key came more than once.
     pub merge_sql: String,
+    /// Run after the merge when a key came more than once: the rows that
+    /// lost to another of their key, inserted with `DO NOTHING`, so that
+    /// the server judges them too (see [`losers_sql`]); answers
+    /// (inserted, merged) like the merge.
+    pub losers_sql: String,
     /// What `update` does with a row whose values are those it has.
     pub unchanged: Unchanged,
 }
@@ -270,6 +286,7 @@ pub async fn resolve(
         ),
         truncate_sql: format!("TRUNCATE pg_temp.{STAGE}"),
         merge_sql: merge_sql(table, &loaded, chosen, mode, same),
+        losers_sql: losers_sql(table, &loaded, chosen, mode),
         unchanged: same,
     })
 }
@@ -285,10 +302,7 @@ fn merge_sql(
     let keys: Vec<String> = key.columns.iter().map(|k| quote(k)).collect();
     let cols = loaded.join(", ");
     let keys_list = keys.join(", ");
-    let direction = match mode {
-        OnConflict::Update => "DESC",
-        OnConflict::Skip => "ASC",
-    };
+    let direction = mode.winner_first();
     let winners = |filter: &str| {
         format!(
             "SELECT DISTINCT ON ({keys_list}) {cols} FROM pg_temp.{STAGE}{filter} \
@@ -298,11 +312,10 @@ fn merge_sql(
     let staged = if key.nulls_not_distinct {
         winners("")
     } else {
-        let not_null: Vec<String> = keys.iter().map(|k| format!("{k} IS NOT NULL")).collect();
         let any_null: Vec<String> = keys.iter().map(|k| format!("{k} IS NULL")).collect();
         format!(
             "({}) UNION ALL (SELECT {cols} FROM pg_temp.{STAGE} WHERE {})",
-            winners(&format!(" WHERE {}", not_null.join(" AND "))),
+            winners(&no_null_key(key, &keys)),
             any_null.join(" OR ")
         )
     };
@@ -328,18 +341,59 @@ fn merge_sql(
         }
         _ => "DO NOTHING".to_owned(),
     };
-    // A new row version has xmax 0, an updated one the updater's id; a
-    // partitioned table cannot return it.
-    let (returning, inserted) = match table.kind {
-        'p' => ("NULL::bool", "NULL::int8"),
-        _ => ("(xmax = 0)", "count(*) FILTER (WHERE inserted)"),
-    };
+    let (returning, inserted) = counted(table);
     let name = table.name.quoted();
     format!(
         "WITH staged AS ({staged}), \
          merged AS (INSERT INTO {name} AS {TARGET} ({cols}) SELECT {cols} FROM staged \
          ON CONFLICT ({keys_list}) {action} RETURNING {returning} AS inserted) \
-         SELECT {inserted}, count(*) FROM merged"
+         SELECT {inserted}, count(*), (SELECT count(*) FROM staged) FROM merged"
+    )
+}
+
+/// ` WHERE` no key column is NULL: the rows that can conflict (all of
+/// them, and so no filter, for a `NULLS NOT DISTINCT` key).
+fn no_null_key(key: &UniqueKey, quoted: &[String]) -> String {
+    if key.nulls_not_distinct {
+        return String::new();
+    }
+    let not_null: Vec<String> = quoted.iter().map(|k| format!("{k} IS NOT NULL")).collect();
+    format!(" WHERE {}", not_null.join(" AND "))
+}
+
+/// What the merge's `RETURNING` says of each row written, and how the
+/// rows inserted are counted from it: a new row version has xmax 0, an
+/// updated one the updater's id; a partitioned table cannot return it.
+fn counted(table: &Table) -> (&'static str, &'static str) {
+    match table.kind {
+        'p' => ("NULL::bool", "NULL::int8"),
+        _ => ("(xmax = 0)", "count(*) FILTER (WHERE inserted)"),
+    }
+}
+
+/// The rows of a batch that lost to a later (update) or earlier (skip)
+/// row of their key, inserted after the merge with `ON CONFLICT DO
+/// NOTHING`. Their key is in the table by then, so nothing is written,
+/// but the server checks each row as it would one by one: NOT NULL and
+/// CHECK are checked before the conflict is (outside testing: a row that
+/// broke a CHECK was counted as unchanged when its winner was in the same
+/// chunk, and rejected when it was in another). A loser is written only
+/// if its winner was not (a BEFORE trigger dropped it), which is what
+/// applying the rows one by one in input order gives too.
+fn losers_sql(table: &Table, loaded: &[String], key: &UniqueKey, mode: OnConflict) -> String {
+    let keys: Vec<String> = key.columns.iter().map(|k| quote(k)).collect();
+    let keys_list = keys.join(", ");
+    let cols = loaded.join(", ");
+    let direction = mode.winner_first();
+    let filter = no_null_key(key, &keys);
+    let (returning, inserted) = counted(table);
+    let name = table.name.quoted();
+    format!(
+        "WITH losers AS (INSERT INTO {name} ({cols}) SELECT {cols} FROM \
+         (SELECT {cols}, row_number() OVER (PARTITION BY {keys_list} ORDER BY {ORD} {direction}) \
+         AS pgtide_rank FROM pg_temp.{STAGE}{filter}) ranked WHERE pgtide_rank > 1 \
+         ON CONFLICT ({keys_list}) DO NOTHING RETURNING {returning} AS inserted) \
+         SELECT {inserted}, count(*) FROM losers"
     )
 }
 

@@ -352,3 +352,17 @@ pub fn stop_trigger_sql(cluster: &Cluster, table: &str, stop_at: i32) -> String 
         cluster.data_dir().display()
     )
 }
+
+/// The input line of each row in the reject log beside `rejects`, in
+/// order (empty when there is no log).
+#[allow(dead_code)] // not every test binary reads reject logs
+pub fn rejected_lines(rejects: &std::path::Path) -> Vec<u64> {
+    let log = std::fs::read_to_string(pgtide::reject::log_path(rejects)).unwrap_or_default();
+    log.lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["line"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect()
+}

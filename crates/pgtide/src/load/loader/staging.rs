@@ -38,6 +38,17 @@ impl Loader {
             .await
             .map_err(BatchError::plain)?;
         self.merged_now = crate::load::upsert::merged(&row);
+        let winners = row.get::<_, i64>(2) as u64;
+        if winners < rows {
+            // A key came more than once: the rows that lost are checked
+            // by the server too (`Upsert::losers_sql`).
+            let row = self
+                .client
+                .query_one(upsert.losers_sql.as_str(), &[])
+                .await
+                .map_err(BatchError::plain)?;
+            self.merged_now.add(crate::load::upsert::merged(&row));
+        }
         Ok(rows)
     }
 
