@@ -235,6 +235,30 @@ async fn limits_and_the_sql_rule_are_checked_before_anything_is_written() {
             .unwrap();
         assert_eq!(row.get::<_, i64>(0), 1, "{flag}: the table was touched");
     }
+    // Once rows flow, a failure does not undo the TRUNCATE: the summary
+    // says so (outside testing: "committed: nothing" and an empty table).
+    let mut o = base.clone();
+    o.truncate = true;
+    o.inputs = vec![db
+        .file(b"7,a\nx,b\n", support::Compress::None)
+        .to_string_lossy()
+        .into_owned()];
+    let report = pgtide::load::run(
+        &db.target,
+        &o,
+        std::sync::Arc::new(pgtide::progress::Progress::new(1)),
+    )
+    .await
+    .unwrap();
+    assert!(report.failure.is_some());
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.starts_with("--truncate: the table was emptied")),
+        "{:?}",
+        report.notes
+    );
     // --sql alone picks the method that runs it.
     assert_eq!(
         pgtide::load::Method::default_for(Some("INSERT ..")),

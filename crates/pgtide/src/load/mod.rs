@@ -407,6 +407,15 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         report
             .notes
             .push(single::note(report.failure.as_ref(), report.rows_rejected));
+    } else if opts.truncate && !resuming && report.failure.is_some() {
+        // Rows flowed, so the TRUNCATE ran and was committed first: say
+        // so, since the failure did not undo it.
+        report.notes.push(
+            "--truncate: the table was emptied and that was committed before the first chunk; \
+             it now holds only the lines committed above (--single-transaction makes the \
+             emptying and the load one all-or-nothing transaction)"
+                .to_owned(),
+        );
     }
     if let Some(plan) = &created {
         create::report(plan, &mut report);
