@@ -265,3 +265,39 @@ async fn limits_and_the_sql_rule_are_checked_before_anything_is_written() {
         pgtide::load::Method::Pipeline
     );
 }
+
+/// Outside testing: HEADER MATCH compared the raw bytes of a LATIN1
+/// header with the UTF-8 column names, refusing a right header and taking
+/// a wrong one (UTF-8 bytes that LATIN1 reads as other letters). The
+/// client cannot convert as the server does, so it says so instead of
+/// guessing, before anything is written; ASCII headers are checked as
+/// before.
+#[tokio::test]
+async fn header_match_refuses_non_ascii_names_it_cannot_convert() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute("CREATE TABLE enc (id int, \"café\" text); INSERT INTO enc VALUES (0, 'x')")
+        .await
+        .unwrap();
+    for header in [&b"id,caf\xe9\n1,a\n"[..], b"id,caf\xc3\xa9\n1,a\n"] {
+        let mut o = db.csv_options(header, "enc");
+        o.copy.header = pgtide::copyopts::Header::Match;
+        o.copy.encoding = Some("LATIN1".into());
+        o.truncate = true;
+        let err = pgtide::load::run(
+            &db.target,
+            &o,
+            std::sync::Arc::new(pgtide::progress::Progress::new(1)),
+        )
+        .await
+        .expect_err("a header it cannot read");
+        assert!(err.message().contains("non-ASCII"), "{err:?}");
+        let n: i64 = db
+            .client
+            .query_one("SELECT count(*) FROM enc", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 1, "the table was touched");
+    }
+}

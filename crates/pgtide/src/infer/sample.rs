@@ -58,6 +58,9 @@ pub struct SampleSpec {
     pub rows: usize,
     /// Longest record, as for the load.
     pub max_record_bytes: usize,
+    /// The input is UTF-8 (no `--encoding`, or a UTF-8 one): a header's
+    /// names can be read on the client.
+    pub utf8: bool,
 }
 
 /// What the sample says.
@@ -156,6 +159,15 @@ fn first_state(spec: &SampleSpec, header: Option<&[u8]>, first: Option<&[u8]>) -
         let given: Vec<Option<String>> = cols.iter().cloned().map(Some).collect();
         names::columns(Some(&given), given.len())
     } else if let Some(h) = header {
+        if !spec.utf8 && h.iter().any(|&b| b >= 0x80) {
+            // Names read from raw bytes of another encoding would come
+            // out mangled (U+FFFD) in the CREATE TABLE.
+            return Err(Error::input(
+                "the header has non-ASCII column names in a non-UTF-8 --encoding, which \
+                 pgtide cannot read",
+            )
+            .with_hint("name the columns with --columns, or convert the file to UTF-8"));
+        }
         let fields = header_fields(&spec.dialect, h)?;
         names::columns(Some(&fields), fields.len())
     } else {

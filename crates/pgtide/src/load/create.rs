@@ -22,6 +22,11 @@ fn spec(opts: &LoadOptions, sample_rows: usize, major: u32) -> SampleSpec {
         columns: opts.columns.clone(),
         rows: sample_rows,
         max_record_bytes: opts.max_record_bytes,
+        utf8: opts
+            .copy
+            .encoding
+            .as_deref()
+            .is_none_or(super::setup::is_utf8_name),
     }
 }
 

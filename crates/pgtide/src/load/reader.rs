@@ -190,6 +190,23 @@ fn check_header(plan: &Plan, input: &str, header: Option<&Bytes>) -> Result<()> 
         force_null: Vec::new(),
         force_not_null: Vec::new(),
     };
+    let utf8 = plan
+        .method_setup
+        .encoding
+        .as_deref()
+        .is_none_or(super::setup::is_utf8_name);
+    if !utf8 && header.iter().any(|&b| b >= 0x80) {
+        // The server compares the names after converting the line from the
+        // input's encoding; raw bytes would refuse a right header and take
+        // a wrong one.
+        return Err(Error::input(format!(
+            "{input}:1: HEADER MATCH cannot check non-ASCII column names in encoding {}",
+            plan.method_setup.encoding.as_deref().unwrap_or_default()
+        ))
+        .with_hint(
+            "use --header to skip the header without checking it, or convert the file to UTF-8",
+        ));
+    }
     let mut fields = Fields::new();
     split_record(&plan.dialect, &nulls, header, &mut fields)
         .map_err(|e| Error::input(format!("{input}:1: cannot read the header line: {e}")))?;
