@@ -219,13 +219,7 @@ async fn limits_and_the_sql_rule_are_checked_before_anything_is_written() {
     ];
     for (flag, mut o) in cases {
         o.truncate = true;
-        let err = pgtide::load::run(
-            &db.target,
-            &o,
-            std::sync::Arc::new(pgtide::progress::Progress::new(1)),
-        )
-        .await
-        .expect_err(flag);
+        let err = load_one(&db, &o).await.expect_err(flag);
         assert_eq!(err.kind(), ErrorKind::Config, "{flag}: {err:?}");
         assert!(err.message().contains(flag), "{flag}: {}", err.message());
         let row = db
@@ -243,13 +237,7 @@ async fn limits_and_the_sql_rule_are_checked_before_anything_is_written() {
         .file(b"7,a\nx,b\n", support::Compress::None)
         .to_string_lossy()
         .into_owned()];
-    let report = pgtide::load::run(
-        &db.target,
-        &o,
-        std::sync::Arc::new(pgtide::progress::Progress::new(1)),
-    )
-    .await
-    .unwrap();
+    let report = load_one(&db, &o).await.unwrap();
     assert!(report.failure.is_some());
     assert!(
         report
@@ -284,13 +272,9 @@ async fn header_match_refuses_non_ascii_names_it_cannot_convert() {
         o.copy.header = pgtide::copyopts::Header::Match;
         o.copy.encoding = Some("LATIN1".into());
         o.truncate = true;
-        let err = pgtide::load::run(
-            &db.target,
-            &o,
-            std::sync::Arc::new(pgtide::progress::Progress::new(1)),
-        )
-        .await
-        .expect_err("a header it cannot read");
+        let err = load_one(&db, &o)
+            .await
+            .expect_err("a header it cannot read");
         assert!(err.message().contains("non-ASCII"), "{err:?}");
         let n: i64 = db
             .client
@@ -300,4 +284,14 @@ async fn header_match_refuses_non_ascii_names_it_cannot_convert() {
             .get(0);
         assert_eq!(n, 1, "the table was touched");
     }
+}
+
+/// `pgtide load` of `o` with one worker.
+async fn load_one(db: &Db, o: &pgtide::load::LoadOptions) -> pgtide::Result<pgtide::load::Report> {
+    pgtide::load::run(
+        &db.target,
+        o,
+        std::sync::Arc::new(pgtide::progress::Progress::new(1)),
+    )
+    .await
 }
