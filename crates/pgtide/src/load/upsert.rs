@@ -96,7 +96,7 @@ pub struct Upsert {
     pub merge_sql: String,
     /// Run after the merge when a key came more than once: the rows that
     /// lost to another of their key, inserted with `DO NOTHING`, so that
-    /// the server judges them too (see [`losers_sql`]); answers
+    /// the server judges them too (see `losers_sql`); answers
     /// (inserted, merged) like the merge.
     pub losers_sql: String,
     /// What `update` does with a row whose values are those it has.
