@@ -167,7 +167,9 @@ impl CopyOptions {
         if let Some(e) = &self.encoding {
             opts.push(format!("ENCODING {}", quote_literal(e)));
         }
-        format!("COPY ({query}) TO STDOUT WITH ({})", opts.join(", "))
+        // A query ending in a `--` comment would comment out the `)`.
+        let end = if query.contains("--") { "\n" } else { "" };
+        format!("COPY ({query}{end}) TO STDOUT WITH ({})", opts.join(", "))
     }
 
     /// FORMAT, DELIMITER, QUOTE, ESCAPE and NULL, as COPY spells them.

@@ -463,6 +463,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_query_ending_in_a_comment_keeps_its_parenthesis() {
+        let c = CopyOptions::new(CopyFormat::Text);
+        let sql = c.copy_to_sql("SELECT 1 -- the answer", &[]);
+        assert_eq!(
+            sql,
+            "COPY (SELECT 1 -- the answer\n) TO STDOUT WITH (FORMAT text)"
+        );
+    }
+
+    #[test]
     fn queries_lose_trailing_semicolons() {
         assert_eq!(query_text("  SELECT 1 ;; \n"), "SELECT 1");
     }
