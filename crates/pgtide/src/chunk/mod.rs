@@ -225,7 +225,7 @@ impl Chunker {
     /// after it (two binary files concatenated) would otherwise be
     /// dropped without a word.
     fn nothing_after_trailer(&mut self) -> Result<()> {
-        const TRAILER: usize = 2;
+        const TRAILER: usize = copyfmt::binary::TRAILER.len();
         let start = self.cut.map_or(0, |c| c.offset);
         loop {
             if self.buf.len() > start + TRAILER {

@@ -190,12 +190,7 @@ fn check_header(plan: &Plan, input: &str, header: Option<&Bytes>) -> Result<()> 
         force_null: Vec::new(),
         force_not_null: Vec::new(),
     };
-    let utf8 = plan
-        .method_setup
-        .encoding
-        .as_deref()
-        .is_none_or(super::setup::is_utf8_name);
-    if !utf8 && header.iter().any(|&b| b >= 0x80) {
+    if !plan.method_setup.utf8_input() && header.iter().any(|&b| b >= 0x80) {
         // The server compares the names after converting the line from the
         // input's encoding; raw bytes would refuse a right header and take
         // a wrong one.
