@@ -13,6 +13,10 @@
 //!   transaction's pass is longer than the gaps between the failures so
 //!   far warrant (`reject/sizes.rs`), so a failure undoes a fraction of the
 //!   rows since the last one;
+//! - rows the screen (`load/screen.rs`) suspected and a probe of each
+//!   alone proved bad whatever comes before them (a bad value, a NULL in a
+//!   NOT NULL column) are rejected first and left out of the chunk
+//!   (`reject/site.rs`), so the rows between them go as one range;
 //! - the server did not name one (foreign keys and AFTER triggers fire at
 //!   the end of the statement, deferred constraints at COMMIT): the range
 //!   is bisected until a single record fails on its own;
@@ -32,11 +36,12 @@
 
 use std::collections::VecDeque;
 
-use copyfmt::scan::{self, Format, RecordSpan};
+use copyfmt::scan::{self, RecordSpan};
 
 use super::gate::reject_limit;
 pub use super::gate::Gate;
 pub use super::resilient::Resilient;
+use super::site::Site;
 use super::sizes::{range_bytes, AHEAD, AHEAD_BYTES, MIN_WINDOW};
 use super::Reject;
 use crate::batch::{Batch, BatchError};
@@ -155,16 +160,11 @@ fn committed_by_attempt(loader: &impl Resilient, chunk: &Chunk, start: &Start) -
     };
     let dialect = loader.dialect().clone();
     let spans: Vec<RecordSpan> = scan::records_with(&dialect, chunk.eol, &chunk.data).collect();
-    let site = Site {
-        chunk,
-        spans: &spans,
-        format: dialect.format,
-        relname: loader.relname(),
-    };
+    let site = Site::new(chunk, &spans, dialect.format, loader.relname());
     out.loaded = *rows;
     // The skipped records stay undone: nothing settled them.
     let mut untried = VecDeque::new();
-    site.settled_around(0, spans.len(), skipped, &mut out, &mut untried);
+    settled_around(&site, 0, spans.len(), skipped, &mut out, &mut untried);
     out
 }
 
@@ -234,12 +234,7 @@ async fn run(
     let relname = loader.relname().to_owned();
     let spans: Vec<RecordSpan> = scan::records_with(&dialect, chunk.eol, &chunk.data).collect();
     let n = spans.len();
-    let site = Site {
-        chunk,
-        spans: &spans,
-        format: dialect.format,
-        relname: &relname,
-    };
+    let mut site = Site::new(chunk, &spans, dialect.format, &relname);
     let mut queue: VecDeque<(usize, usize, Option<BatchError>)> = VecDeque::new();
     // How dirty the chunk looks so far: failed ranges, and how far into
     // the chunk the ranges tried reached (`range_bytes`).
@@ -249,7 +244,7 @@ async fn run(
         Start::Fresh => queue.push_back((0, n, None)),
         Start::Skipped { rows, skipped } => {
             out.loaded += rows;
-            site.settled_around(0, n, &skipped, out, &mut queue);
+            settled_around(&site, 0, n, &skipped, out, &mut queue);
         }
         Start::Screened => {
             // Every range sent from here on starts with a record that fits
@@ -268,62 +263,58 @@ async fn run(
             let suspects: Vec<usize> = suspects.into_iter().filter(|&i| i < n).collect();
             let probed = match mode {
                 Mode::OneTransaction => {
-                    let singles: Vec<Batch> = suspects
-                        .iter()
-                        .map(|&i| batch(chunk, &spans, i, i + 1))
-                        .collect();
+                    let singles: Vec<Batch> =
+                        suspects.iter().map(|&i| site.batch(i, i + 1)).collect();
                     loader.probe(&singles).await
                 }
                 Mode::PerRange => None,
             };
-            let mut from = 0;
             match probed {
                 // Each suspect was tried alone (and undone), before the rows
                 // ahead of it were loaded. A bad value or a NULL in a NOT
                 // NULL column fails the same wherever the row goes: those
-                // are rejected with the server's reason. Any other refusal
-                // may depend on rows before it (a foreign key to one, a
-                // trigger reading the table): that suspect is tried again
-                // alone in its place. The others load with the rows around
-                // them, in input order.
+                // are rejected with the server's reason, and left out of
+                // the chunk, whose other rows then go as one range. Any
+                // other refusal may depend on rows before it (a foreign
+                // key to one, a trigger reading the table): that suspect
+                // stays in its place, where it is found again if it fails.
                 Some(Ok(verdicts)) => {
                     for (&i, verdict) in suspects.iter().zip(verdicts) {
                         let Some(e) = verdict else { continue };
                         if classify(&e.error) != Class::Row {
                             return Err(stop_error(&site, i, e));
                         }
-                        queue.push_back((from, i, None));
                         if regardless_of_order(&e) {
                             reject(out, &site, i, site.failure(i, &e), &mut may_reject)?;
-                        } else {
-                            queue.push_back((i, i + 1, None));
+                            site.leave_out(i);
                         }
-                        from = i + 1;
                     }
+                    queue.push_back((0, n, None));
                 }
                 Some(Err(e)) => return Err(stop_error(&site, 0, e)),
                 None => {
+                    let mut from = 0;
                     for i in suspects {
                         queue.push_back((from, i, None));
                         queue.push_back((i, i + 1, None));
                         from = i + 1;
                     }
+                    queue.push_back((from, n, None));
                 }
             }
-            queue.push_back((from, n, None));
         }
     }
     while let Some((lo, hi, known)) = queue.pop_front() {
-        if lo >= hi {
+        if site.kept(lo, hi) == 0 {
             continue;
         }
         let (lo, hi, e) = match (known, mode) {
             (Some(e), _) => (lo, hi, e),
-            (None, Mode::PerRange) => match loader.load(&batch(chunk, &spans, lo, hi)).await {
+            (None, Mode::PerRange) => match loader.load(&site.batch(lo, hi)).await {
                 Ok(rows) => {
                     out.loaded += rows;
                     let skipped = loader.take_skipped();
-                    site.settled_around(lo, hi, &skipped, out, &mut queue);
+                    settled_around(&site, lo, hi, &skipped, out, &mut queue);
                     continue;
                 }
                 Err(e) => (lo, hi, e),
@@ -339,7 +330,7 @@ async fn run(
                     let Some(&(l, h, None)) = queue.front() else {
                         break;
                     };
-                    if l >= h {
+                    if site.kept(l, h) == 0 {
                         queue.pop_front();
                         continue;
                     }
@@ -357,10 +348,7 @@ async fn run(
                     }
                     ranges.push((l, end));
                 }
-                let batches: Vec<Batch> = ranges
-                    .iter()
-                    .map(|&(l, h)| batch(chunk, &spans, l, h))
-                    .collect();
+                let batches: Vec<Batch> = ranges.iter().map(|&(l, h)| site.batch(l, h)).collect();
                 let results = loader.attempts(&batches).await;
                 if results.is_empty() || results.len() > ranges.len() {
                     return Err(Error::bug("isolation: attempts answered no range"));
@@ -378,7 +366,7 @@ async fn run(
                         Ok(rows) => {
                             out.loaded += rows;
                             let skipped = loader.take_skipped();
-                            site.settled_around(l, h, &skipped, out, &mut queue);
+                            settled_around(&site, l, h, &skipped, out, &mut queue);
                         }
                         Err(e) => {
                             failed = Some((l, h, e));
@@ -395,7 +383,7 @@ async fn run(
         if classify(&e.error) != Class::Row {
             return Err(stop_error(&site, lo, e));
         }
-        let located = e.record.map(|k| lo + k as usize).filter(|&b| b < hi);
+        let located = e.record.and_then(|k| site.record(lo, hi, k as usize));
         failures += 1;
         reached = reached.max(spans[located.unwrap_or(hi - 1)].end);
         match located {
@@ -447,92 +435,31 @@ fn regardless_of_order(e: &BatchError) -> bool {
         .is_some_and(|c| c.code().starts_with("22") || c.code() == "23502")
 }
 
-/// Records `lo..hi` of the chunk as one batch (a zero-copy slice).
-fn batch(chunk: &Chunk, spans: &[RecordSpan], lo: usize, hi: usize) -> Batch {
-    Batch {
-        data: chunk.data.slice(spans[lo].start..spans[hi - 1].end),
-        records: (hi - lo) as u64,
+/// Records `lo..hi` were loaded except `skipped` (0-based in what was
+/// sent for them), which the server set aside (`ON_ERROR ignore`): the
+/// others are done; each skipped one is tried alone, to be rejected with
+/// the server's own reason (or loaded, should it pass on its own).
+fn settled_around(
+    site: &Site<'_>,
+    lo: usize,
+    hi: usize,
+    skipped: &[u64],
+    out: &mut Isolated,
+    queue: &mut VecDeque<(usize, usize, Option<BatchError>)>,
+) {
+    out.server_skipped += skipped.len() as u64;
+    let bad: Vec<usize> = skipped
+        .iter()
+        .filter_map(|&k| site.record(lo, hi, k as usize))
+        .collect();
+    let mut from = lo;
+    for &b in &bad {
+        site.settled(from, b, out);
+        from = b + 1;
     }
-}
-
-/// Where the rows come from and why they fail: what a reject records.
-struct Site<'a> {
-    chunk: &'a Chunk,
-    spans: &'a [RecordSpan],
-    format: Format,
-    relname: &'a str,
-}
-
-impl Site<'_> {
-    /// Records `lo..hi` were loaded except `skipped` (0-based from `lo`),
-    /// which the server set aside (`ON_ERROR ignore`): the others are done;
-    /// each skipped one is tried alone, to be rejected with the server's
-    /// own reason (or loaded, should it pass on its own).
-    fn settled_around(
-        &self,
-        lo: usize,
-        hi: usize,
-        skipped: &[u64],
-        out: &mut Isolated,
-        queue: &mut VecDeque<(usize, usize, Option<BatchError>)>,
-    ) {
-        out.server_skipped += skipped.len() as u64;
-        let mut from = lo;
-        for &k in skipped {
-            let bad = lo + k as usize;
-            if bad >= hi {
-                continue;
-            }
-            if from < bad {
-                out.done.push(self.lines(from, bad));
-                out.bytes += self.bytes(from, bad) as u64;
-            }
-            from = bad + 1;
-        }
-        if from < hi {
-            out.done.push(self.lines(from, hi));
-            out.bytes += self.bytes(from, hi) as u64;
-        }
-        for &k in skipped.iter().rev() {
-            let bad = lo + k as usize;
-            if bad < hi {
-                queue.push_front((bad, bad + 1, None));
-            }
-        }
-    }
-
-    /// Record `index` failed with the server's error `e`.
-    fn failure(&self, index: usize, e: &BatchError) -> RowFailure {
-        RowFailure::new(
-            self.chunk,
-            index as u64,
-            &self.spans[index],
-            self.relname,
-            &e.error,
-        )
-    }
-
-    /// Bytes of records `lo..hi`.
-    fn bytes(&self, lo: usize, hi: usize) -> usize {
-        self.spans[hi - 1].end - self.spans[lo].start
-    }
-
-    /// The end of the longest range from `lo` (at most `hi`) of at most
-    /// `max` bytes; at least one record.
-    fn end_within(&self, lo: usize, hi: usize, max: usize) -> usize {
-        let limit = self.spans[lo].start + max;
-        let within = self.spans[lo..hi].partition_point(|s| s.end <= limit);
-        lo + within.max(1)
-    }
-
-    /// First and last input line of records `lo..hi`.
-    fn lines(&self, lo: usize, hi: usize) -> (u64, u64) {
-        let start = |i: usize| self.chunk.line_of(&self.spans[i]);
-        let last = match self.spans.get(hi) {
-            Some(_) => start(hi) - 1,
-            None => self.chunk.last_line(),
-        };
-        (start(lo), last.max(start(lo)))
+    site.settled(from, hi, out);
+    for &b in bad.iter().rev() {
+        queue.push_front((b, b + 1, None));
     }
 }
 

@@ -19,6 +19,7 @@ pub mod gate;
 pub mod isolate;
 pub mod paths;
 mod resilient;
+mod site;
 mod sizes;
 
 use std::collections::{BTreeMap, BTreeSet};
