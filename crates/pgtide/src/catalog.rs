@@ -77,6 +77,26 @@ impl Table {
         })
     }
 
+    /// The table as a FROM item that reads its own rows, as `COPY t TO`
+    /// does: `ONLY t` for a table (an inheritance parent's children are
+    /// tables of their own, copied or exported as such), the whole tree of
+    /// a partitioned table (its rows are its partitions'), a view as it is.
+    pub fn rows_from(&self) -> String {
+        match self.kind {
+            'r' | 'f' | 'm' => format!("ONLY {}", self.name.quoted()),
+            _ => self.name.quoted(),
+        }
+    }
+
+    /// `TRUNCATE` of the rows [`Table::rows_from`] reads: `ONLY`, unless
+    /// the table is partitioned.
+    pub fn truncate_sql(&self) -> String {
+        match self.kind {
+            'p' => format!("TRUNCATE {}", self.name.quoted()),
+            _ => format!("TRUNCATE ONLY {}", self.name.quoted()),
+        }
+    }
+
     /// The columns a load writes: the user's list (validated, in file
     /// order) or every non-generated column in table order.
     pub fn select(&self, wanted: Option<&[String]>) -> Result<Vec<&Column>> {

@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! coordinator: BEGIN REPEATABLE READ READ ONLY; LOCK t1, t2.. IN ACCESS
-//!              SHARE MODE; pg_export_snapshot(); each table's size in
+//!              SHARE MODE (a materialized view: SELECT FROM ONLY v LIMIT
+//!              0); pg_export_snapshot(); each table's size in
 //!              blocks                      (held open until dropped)
 //! N readers:   BEGIN REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT
 //!              then COPY (SELECT .. WHERE ctid in [a,b)) TO STDOUT, range
@@ -63,20 +64,37 @@ pub async fn open(
     session: &str,
 ) -> Result<Snapshot> {
     let coordinator = target.connect().await?;
-    let names: Vec<&str> = tables.iter().map(|(q, _)| q.as_str()).collect();
-    let lock = if names.is_empty() {
-        String::new()
-    } else {
-        format!("; LOCK TABLE {} IN ACCESS SHARE MODE", names.join(", "))
-    };
     if !session.is_empty() {
         coordinator.batch_execute(session).await?;
     }
-    coordinator
-        .batch_execute(&format!(
-            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY{lock}"
-        ))
-        .await?;
+    // LOCK TABLE refuses materialized views: they are locked by reading
+    // nothing from them, once the snapshot is taken (as a lone `COPY
+    // (SELECT ..) TO` would lock them), the others before it.
+    let oids: Vec<Oid> = tables.iter().map(|(_, o)| *o).collect();
+    let views: Vec<Oid> = coordinator
+        .query(
+            "SELECT oid FROM pg_catalog.pg_class WHERE oid = ANY($1) AND relkind = 'm'",
+            &[&oids],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let (mut locked, mut selected) = (Vec::new(), Vec::new());
+    for (q, o) in tables {
+        match views.contains(o) {
+            true => selected.push(q.as_str()),
+            false => locked.push(q.as_str()),
+        }
+    }
+    let mut begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY".to_owned();
+    if !locked.is_empty() {
+        begin += &format!("; LOCK TABLE {} IN ACCESS SHARE MODE", locked.join(", "));
+    }
+    for v in selected {
+        begin += &format!("; SELECT FROM ONLY {v} LIMIT 0");
+    }
+    coordinator.batch_execute(&begin).await?;
     let id: String = coordinator
         .query_one("SELECT pg_catalog.pg_export_snapshot()", &[])
         .await?

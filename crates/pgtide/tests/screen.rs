@@ -119,3 +119,80 @@ async fn a_suspect_refused_for_a_row_before_it_is_tried_again_in_its_place() {
         .get(0);
     assert_eq!(filled, 1, "the suspect loaded in its place");
 }
+
+/// Once a chunk had bad rows, each worker screens its next chunk while the
+/// current one loads, and a chunk with suspects goes straight to
+/// isolation: the verdicts are those of a chunk tried whole first, at
+/// every worker count, including suspects the table accepts (a trigger
+/// fills the NULL) and bad rows the screen cannot see (duplicate keys of a
+/// row already in the table).
+#[tokio::test]
+async fn chunks_screened_ahead_of_their_turn_get_the_same_verdicts() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute(
+            "CREATE TABLE ahead (id int PRIMARY KEY, v int NOT NULL, d date);
+             CREATE FUNCTION ahead_fill() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN NEW.v := coalesce(NEW.v, -1); RETURN NEW; END $$;
+             CREATE TRIGGER ahead_fill BEFORE INSERT ON ahead FOR EACH ROW EXECUTE FUNCTION ahead_fill();",
+        )
+        .await
+        .unwrap();
+    let (mut file, mut bad, mut filled) = (String::new(), Vec::new(), 0);
+    for i in 0..6000 {
+        let line = match i % 97 {
+            5 => format!("{i},x,2024-01-01"),   // bad int
+            20 => format!("{i},1,2024-02-30"),  // bad date
+            40 => "-1,1,2024-01-01".to_owned(), // duplicate key
+            60 => format!("{i},,2024-01-01"),   // filled by the trigger
+            _ => format!("{i},{i},2024-01-01"),
+        };
+        match i % 97 {
+            5 | 20 | 40 => bad.push(line.clone()),
+            60 => filled += 1,
+            _ => {}
+        }
+        file.push_str(&line);
+        file.push('\n');
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = db.file(file.as_bytes(), Compress::None);
+    for workers in [1, 2, 3] {
+        // The row that the duplicates meet is there before the load, so
+        // that the verdicts do not depend on which worker inserts first.
+        db.client
+            .batch_execute("TRUNCATE ahead; INSERT INTO ahead VALUES (-1, 0, NULL)")
+            .await
+            .unwrap();
+        let mut o = LoadOptions::new(
+            vec![path.to_string_lossy().into_owned()],
+            QualifiedName::parse("ahead").unwrap(),
+            CopyFormat::Csv,
+        );
+        o.workers = workers;
+        o.chunk_bytes = 4096;
+        o.rejects = Some(dir.path().join(format!("r{workers}.csv")));
+        let r = load::run(&db.target, &o, Arc::new(Progress::new(workers)))
+            .await
+            .unwrap();
+        assert!(r.failure.is_none(), "{workers}: {:?}", r.failure);
+        let rejected = std::fs::read_to_string(o.rejects.as_ref().unwrap()).unwrap();
+        assert_eq!(
+            rejected.lines().collect::<Vec<_>>(),
+            bad,
+            "{workers} workers"
+        );
+        assert_eq!(
+            (r.rows_loaded, r.rows_rejected),
+            (6000 - bad.len() as u64, bad.len() as u64),
+            "{workers} workers"
+        );
+        let got: i64 = db
+            .client
+            .query_one("SELECT count(*) FROM ahead WHERE v = -1", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(got, filled, "{workers} workers: the suspects loaded");
+    }
+}

@@ -62,8 +62,8 @@ pub struct ExportArgs {
     /// Columns to export, in output order (SQL identifier syntax, like
     /// --table: unquoted names fold to lower case). Default: every column
     /// but generated ones, as COPY t TO does.
-    #[arg(long, value_delimiter = ',')]
-    pub columns: Option<Vec<String>>,
+    #[arg(long, value_name = "COLUMNS")]
+    pub columns: Option<String>,
 
     /// Field delimiter (COPY DELIMITER); `\t` for tab.
     #[arg(long)]
@@ -83,8 +83,8 @@ pub struct ExportArgs {
 
     /// CSV: quote every non-NULL value of these columns, or of all with
     /// `*` (COPY FORCE_QUOTE).
-    #[arg(long, value_delimiter = ',', value_name = "COLUMNS|*")]
-    pub force_quote: Option<Vec<String>>,
+    #[arg(long, value_name = "COLUMNS|*")]
+    pub force_quote: Option<String>,
 
     /// Output encoding (COPY ENCODING), e.g. LATIN1; the server converts.
     /// Default: UTF8.

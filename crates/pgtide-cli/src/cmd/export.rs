@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use pgtide::copyopts::Header;
 use pgtide::export::{self, ExportOptions, ForceQuote, What};
-use pgtide::ident::QualifiedName;
+use pgtide::ident::{parse_column_list, QualifiedName};
 use pgtide::progress::Progress;
 use pgtide::source::Compression;
 
@@ -53,25 +53,17 @@ fn options(a: &ExportArgs) -> pgtide::Result<ExportOptions> {
         }
     };
     let mut o = ExportOptions::new(what, a.output.clone(), a.format);
-    o.columns = a
-        .columns
-        .as_ref()
-        .map(|cols| cols.iter().map(|c| identifier(c)).collect())
-        .transpose()?;
+    o.columns = a.columns.as_deref().map(parse_column_list).transpose()?;
     o.workers = a.workers;
     o.compress = a.compress.map(|c| match c {
         CompressArg::None => Compression::None,
         CompressArg::Gzip => Compression::Gzip,
         CompressArg::Zstd => Compression::Zstd,
     });
-    o.force_quote = match a.force_quote.as_deref() {
+    o.force_quote = match a.force_quote.as_deref().map(str::trim) {
         None => ForceQuote::None,
-        Some([star]) if star == "*" => ForceQuote::All,
-        Some(cols) => ForceQuote::Columns(
-            cols.iter()
-                .map(|c| identifier(c))
-                .collect::<Result<_, _>>()?,
-        ),
+        Some("*") => ForceQuote::All,
+        Some(cols) => ForceQuote::Columns(parse_column_list(cols)?),
     };
     let c = &mut o.copy;
     if a.header {
@@ -89,27 +81,40 @@ fn options(a: &ExportArgs) -> pgtide::Result<ExportOptions> {
     Ok(o)
 }
 
-/// One column name in SQL identifier syntax: `Name` folds to `name`,
-/// `"Name"` keeps its case.
-fn identifier(s: &str) -> pgtide::Result<String> {
-    let q = QualifiedName::parse(s).map_err(|_| {
-        pgtide::Error::config(format!("invalid column name {s:?}"))
-            .with_hint("quote names with \"\" to keep case or special characters")
-    })?;
-    if q.schema.is_some() {
-        return Err(pgtide::Error::config(format!("invalid column name {s:?}"))
-            .with_hint("a column name has no dot; quote it (\"a.b\") if it has one"));
-    }
-    Ok(q.name)
-}
-
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
+    use crate::args::{Cli, Command};
+    use pgtide::export::ForceQuote;
+
+    fn options(args: &[&str]) -> pgtide::Result<pgtide::export::ExportOptions> {
+        let cli =
+            Cli::try_parse_from([&["pgtide", "export", "-t", "t", "-o", "x.csv"], args].concat())
+                .expect("arguments parse");
+        let Command::Export(a) = cli.command else {
+            panic!("not an export");
+        };
+        super::options(&a)
+    }
+
+    /// Column names follow SQL's rules, as `load --columns` and psql's
+    /// `\copy t (a, "B c")`: a quoted name may hold a comma.
     #[test]
-    fn column_names_follow_sql_case_rules() {
-        assert_eq!(super::identifier("Name").unwrap(), "name");
-        assert_eq!(super::identifier("\"Name\"").unwrap(), "Name");
-        assert_eq!(super::identifier("\"a.b\"").unwrap(), "a.b");
-        assert!(super::identifier("a.b").is_err());
+    fn column_lists_take_sql_identifiers() {
+        let o = options(&[
+            "--columns",
+            "Name, \"a,b\", \"C\"",
+            "--format",
+            "csv",
+            "--force-quote",
+            "\"a,b\"",
+        ])
+        .unwrap();
+        assert_eq!(o.columns.unwrap(), ["name", "a,b", "C"]);
+        assert!(matches!(o.force_quote, ForceQuote::Columns(c) if c == ["a,b"]));
+        let o = options(&["--format", "csv", "--force-quote", " * "]).unwrap();
+        assert!(matches!(o.force_quote, ForceQuote::All));
+        assert!(options(&["--columns", "\"a"]).is_err());
     }
 }

@@ -341,7 +341,7 @@ async fn plan(client: &tokio_postgres::Client, opts: &ExportOptions) -> Result<P
             let select = format!(
                 "SELECT {} FROM {}",
                 catalog::column_list(&columns),
-                table.name.quoted()
+                table.rows_from()
             );
             let source = table.name.to_string();
             Ok(Plan {

@@ -407,6 +407,12 @@ impl Loader {
         self.mark = mark;
     }
 
+    /// Whether each batch records its byte range in the ledger
+    /// (`--resume`): then a batch must be one slice of its chunk.
+    pub fn has_mark(&self) -> bool {
+        self.mark.is_some()
+    }
+
     /// The mark, for a loader that replaces this one (reconnect).
     pub fn take_mark(&mut self) -> Option<ledger::Mark> {
         self.mark.take()

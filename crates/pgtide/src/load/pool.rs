@@ -98,6 +98,7 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         max_rejects: plan.max_rejects,
         resume: plan.resume.clone(),
         order: plan.upsert.as_ref().map(|_| super::order::Order::new()),
+        dirty: Default::default(),
     });
     if plan.single_transaction {
         let Some((client, notices, wire)) = clients.into_iter().next() else {

@@ -279,6 +279,10 @@ impl Resilient for Nested<'_> {
         &self.loader.spec().dialect
     }
 
+    fn gapped_batches(&self) -> bool {
+        !self.loader.has_mark()
+    }
+
     fn relname(&self) -> &str {
         &self.loader.spec().relname
     }

@@ -8,6 +8,7 @@
 //! pool with an error that places the bad row in the input.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,6 +43,28 @@ pub(super) struct Ctx {
     pub resume: Option<Arc<super::ledger::Resume>>,
     /// `--on-conflict`: chunks take effect in input order.
     pub order: Option<super::order::Order>,
+    /// A chunk had bad rows: from then on each worker screens its next
+    /// chunk while the current one loads ([`ahead`]).
+    pub dirty: AtomicBool,
+}
+
+/// A chunk taken from the channel ahead of its turn, with its screen
+/// (`load/screen.rs`) running on another thread.
+type Ahead = (Chunk, tokio::task::JoinHandle<Vec<usize>>);
+
+/// Once the load has met bad rows (`--rejects`), takes the next chunk
+/// waiting in the channel, if any, and screens it on another thread, so
+/// that the client's screening overlaps the server's work on this chunk
+/// instead of following it. Not with `--on-conflict`, whose chunks are
+/// staged in turn.
+fn ahead(loader: &Loader, ctx: &Ctx, rx: &async_channel::Receiver<Chunk>) -> Option<Ahead> {
+    if !ctx.isolate || ctx.order.is_some() || !ctx.dirty.load(Ordering::Relaxed) {
+        return None;
+    }
+    let screen = loader.screener()?;
+    let next = rx.try_recv().ok()?;
+    let copy = next.clone();
+    Some((next, tokio::task::spawn_blocking(move || screen(&copy))))
 }
 
 /// Runs until the channel closes or a chunk fails.
@@ -51,7 +74,22 @@ pub(super) async fn work(
     rx: async_channel::Receiver<Chunk>,
     ctx: Arc<Ctx>,
 ) {
-    while let Ok(chunk) = rx.recv().await {
+    let mut next: Option<Ahead> = None;
+    loop {
+        let (chunk, screened) = match next.take() {
+            Some((chunk, screen)) => (chunk, Some(screen)),
+            None => match rx.recv().await {
+                Ok(chunk) => (chunk, None),
+                Err(_) => break,
+            },
+        };
+        next = ahead(&loader, &ctx, &rx);
+        // A screened chunk with suspects is known to fail whole: it goes
+        // straight to isolation.
+        let suspects = match screened {
+            Some(task) => task.await.ok(),
+            None => None,
+        };
         if let Some(r) = &ctx.resume {
             loader.set_mark(r.mark(&chunk.input, &chunk.data, chunk.first_byte));
         }
@@ -79,9 +117,16 @@ pub(super) async fn work(
             data: chunk.data.clone(),
             records: chunk.records,
         };
-        let result = load_reconnecting(&mut loader, &ctx, &batch).await;
-        let ok = match result {
-            Ok(rows) => {
+        let attempt = match &suspects {
+            Some(s) if !s.is_empty() => None,
+            _ => Some(load_reconnecting(&mut loader, &ctx, &batch).await),
+        };
+        let ok = match attempt {
+            None => {
+                let start = Start::Suspects(suspects.unwrap_or_default());
+                isolated(&mut loader, &ctx, id, &chunk, start).await
+            }
+            Some(Ok(rows)) => {
                 let skipped = loader.take_skipped();
                 if skipped.is_empty() {
                     let lines = vec![(chunk.first_line, chunk.last_line())];
@@ -89,21 +134,26 @@ pub(super) async fn work(
                     finished(&ctx, id, &chunk, rows, bytes, Vec::new(), lines);
                     true
                 } else {
+                    ctx.dirty.store(true, Ordering::Relaxed);
                     let start = Start::Skipped { rows, skipped };
                     isolated(&mut loader, &ctx, id, &chunk, start).await
                 }
             }
-            Err(e) if ctx.isolate && classify(&e.error) == Class::Row => {
+            Some(Err(e)) if ctx.isolate && classify(&e.error) == Class::Row => {
                 // Rows the client can tell are bad go alone, the rest in
                 // batches (`load/screen.rs`).
-                let suspects = loader.screen(&chunk).await;
+                ctx.dirty.store(true, Ordering::Relaxed);
+                let suspects = match suspects {
+                    Some(s) => s,
+                    None => loader.screen(&chunk).await,
+                };
                 let start = match suspects.is_empty() {
                     true => Start::Failed(e),
                     false => Start::Suspects(suspects),
                 };
                 isolated(&mut loader, &ctx, id, &chunk, start).await
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 let failed = failed_chunk(&chunk, loader.spec(), e);
                 ctx.shared.lock().expect("worker state").failed.push(failed);
                 false
@@ -407,6 +457,10 @@ struct Session<'a> {
 impl Resilient for Session<'_> {
     fn dialect(&self) -> &copyfmt::scan::Dialect {
         &self.loader.spec().dialect
+    }
+
+    fn gapped_batches(&self) -> bool {
+        !self.loader.has_mark()
     }
 
     fn relname(&self) -> &str {

@@ -278,7 +278,11 @@ async fn run(
                 // other refusal may depend on rows before it (a foreign
                 // key to one, a trigger reading the table): that suspect
                 // stays in its place, where it is found again if it fails.
+                // (Where batches must be slices of the chunk, the runs
+                // between rejected suspects go as ranges of their own.)
                 Some(Ok(verdicts)) => {
+                    let gapped = loader.gapped_batches();
+                    let mut from = 0;
                     for (&i, verdict) in suspects.iter().zip(verdicts) {
                         let Some(e) = verdict else { continue };
                         if classify(&e.error) != Class::Row {
@@ -286,10 +290,15 @@ async fn run(
                         }
                         if regardless_of_order(&e) {
                             reject(out, &site, i, site.failure(i, &e), &mut may_reject)?;
-                            site.leave_out(i);
+                            if gapped {
+                                site.leave_out(i);
+                            } else {
+                                queue.push_back((from, i, None));
+                                from = i + 1;
+                            }
                         }
                     }
-                    queue.push_back((0, n, None));
+                    queue.push_back((from, n, None));
                 }
                 Some(Err(e)) => return Err(stop_error(&site, 0, e)),
                 None => {

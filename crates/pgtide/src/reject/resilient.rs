@@ -18,6 +18,12 @@ pub trait Resilient: Send {
     fn dialect(&self) -> &Dialect;
     /// The relation name as the server prints it in error contexts.
     fn relname(&self) -> &str;
+    /// Whether a batch may be a new buffer of records that are not
+    /// contiguous in the chunk (`reject/site.rs`): not when each batch's
+    /// byte range of the input is recorded (`--resume`'s ledger).
+    fn gapped_batches(&self) -> bool {
+        false
+    }
     /// The records of the last batch that the server set aside itself
     /// (`ON_ERROR ignore`), 0-based in that batch.
     fn take_skipped(&mut self) -> Vec<u64>;

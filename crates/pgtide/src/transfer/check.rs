@@ -31,13 +31,13 @@ pub(super) async fn check(
         for (p, r) in plans.iter().zip(reports.iter_mut()) {
             let s = verify::digest(
                 snap.coordinator(),
-                &format!("SELECT {} FROM {}", p.columns, p.source.name.quoted()),
+                &format!("SELECT {} FROM {}", p.columns, p.source.rows_from()),
             )
             .await
             .map_err(|e| side("the source", e))?;
             let t = verify::digest(
                 dst,
-                &format!("SELECT {} FROM {}", p.columns, p.target.name.quoted()),
+                &format!("SELECT {} FROM {}", p.columns, p.target.rows_from()),
             )
             .await
             .map_err(|e| side("the target", e))?;

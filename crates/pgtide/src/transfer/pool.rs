@@ -33,7 +33,7 @@ pub(super) fn jobs(plans: &[Planned], blocks: &[u64], opts: &TransferOptions) ->
     let mut out = Vec::new();
     for (i, p) in plans.iter().enumerate() {
         let format = if p.binary { "binary" } else { "text" };
-        let select = format!("SELECT {} FROM {}", p.columns, p.source.name.quoted());
+        let select = format!("SELECT {} FROM {}", p.columns, p.source.rows_from());
         let target = p.target.name.quoted();
         let freeze = if p.freeze { ", FREEZE" } else { "" };
         let target_sql = format!(
@@ -41,7 +41,7 @@ pub(super) fn jobs(plans: &[Planned], blocks: &[u64], opts: &TransferOptions) ->
             p.columns
         );
         let begin = if opts.truncate {
-            format!("BEGIN; TRUNCATE {target}")
+            format!("BEGIN; {}", p.target.truncate_sql())
         } else {
             "BEGIN".to_owned()
         };

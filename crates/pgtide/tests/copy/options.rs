@@ -220,3 +220,65 @@ async fn schema_copies_every_table_largest_first() {
     assert_eq!(r.tables[0].target, "app.large_copy");
     assert_eq!(r.tables[0].format, "binary");
 }
+
+/// An inheritance parent's rows are its own, as `COPY parent TO` reads
+/// them: its children are tables of their own (copied as such with
+/// --schema), so the parent's copy neither brings their rows again nor
+/// (with --truncate) empties them on the target.
+#[tokio::test]
+async fn inheritance_children_are_copied_once_and_never_emptied() {
+    let (src, dst) = pair().await;
+    both(
+        &src,
+        &dst,
+        "CREATE SCHEMA inh;
+         CREATE TABLE inh.parent (id int, v text);
+         CREATE TABLE inh.child (extra int) INHERITS (inh.parent);",
+    )
+    .await;
+    src.client
+        .batch_execute(
+            "INSERT INTO inh.parent SELECT g, 'p' FROM generate_series(1, 5) g;
+             INSERT INTO inh.child SELECT g, 'c', g FROM generate_series(101, 103) g;",
+        )
+        .await
+        .unwrap();
+    async fn counts(s: &super::Server) -> (i64, i64) {
+        {
+            let r = s
+                .client
+                .query_one(
+                    "SELECT (SELECT count(*) FROM ONLY inh.parent),
+                            (SELECT count(*) FROM inh.child WHERE extra IS NOT NULL)",
+                    &[],
+                )
+                .await
+                .unwrap();
+            (r.get::<_, i64>(0), r.get::<_, i64>(1))
+        }
+    }
+    for truncate in [false, true] {
+        dst.client
+            .batch_execute("TRUNCATE inh.parent")
+            .await
+            .unwrap();
+        let mut o = TransferOptions::new(Vec::new());
+        o.schemas = vec!["inh".to_owned()];
+        o.truncate = truncate;
+        o.verify = true;
+        o.workers = 2;
+        copy_ok(&src, &dst, &o).await;
+        assert_eq!(counts(&dst).await, (5, 3), "--schema, truncate {truncate}");
+        // The parent alone, again: its own rows replaced or added, the
+        // child's untouched.
+        let mut o = TransferOptions::new(names(&["inh.parent"]));
+        o.truncate = true;
+        o.verify = true;
+        copy_ok(&src, &dst, &o).await;
+        assert_eq!(
+            counts(&dst).await,
+            (5, 3),
+            "the parent, truncate {truncate}"
+        );
+    }
+}

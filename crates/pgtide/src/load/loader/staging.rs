@@ -8,6 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::{binary, rollback_in_step, Batch, BatchError, Loader};
+use crate::chunk::Chunk;
 use crate::load::upsert::Merged;
 
 impl Loader {
@@ -55,7 +56,7 @@ impl Loader {
     /// The records of `chunk` (which failed) that the server will refuse,
     /// as far as the client can tell (`load/screen.rs`); empty when it
     /// cannot tell.
-    pub async fn screen(&mut self, chunk: &crate::chunk::Chunk) -> Vec<usize> {
+    pub async fn screen(&mut self, chunk: &Chunk) -> Vec<usize> {
         let spec = self.spec.clone();
         if self.state.encoders.is_none() {
             let Ok(e) = binary::encoders(&self.client, &spec.setup).await else {
@@ -65,6 +66,17 @@ impl Loader {
         }
         let encoders = self.state.encoders.clone().flatten();
         crate::load::screen::suspects(&spec, encoders.as_deref().map(|e| e.as_slice()), chunk)
+    }
+
+    /// [`Loader::screen`] as a task for another thread (the worker screens
+    /// the next chunk while this one loads), once the session's encoders
+    /// are known; `None` before (the first screen fetches them).
+    pub fn screener(&self) -> Option<impl FnOnce(&Chunk) -> Vec<usize> + Send + 'static> {
+        let encoders = self.state.encoders.clone()?;
+        let spec = self.spec.clone();
+        Some(move |chunk: &Chunk| {
+            crate::load::screen::suspects(&spec, encoders.as_deref().map(|e| e.as_slice()), chunk)
+        })
     }
 
     /// `--on-conflict`: COPYs `batch` into the staging table in a

@@ -1,0 +1,90 @@
+//! What `pgtide export -t` reads of relations other than a plain table:
+//! an inheritance parent's own rows (as `COPY parent TO`, byte for byte),
+//! and a materialized view with several workers (which `LOCK TABLE`
+//! refuses).
+
+mod support;
+
+use std::sync::Arc;
+
+use pgtide::copyopts::CopyFormat;
+use pgtide::export::{self, ExportOptions, What};
+use pgtide::ident::QualifiedName;
+use pgtide::progress::Progress;
+use support::Db;
+
+async fn export(db: &Db, table: &str, workers: usize, path: &std::path::Path) -> u64 {
+    let mut o = ExportOptions::new(
+        What::Table(QualifiedName::parse(table).unwrap()),
+        path.display().to_string(),
+        CopyFormat::Text,
+    );
+    o.workers = workers;
+    let r = export::run(&db.target, &o, Arc::new(Progress::new(workers)))
+        .await
+        .unwrap();
+    r.rows
+}
+
+/// The server's own `COPY table TO STDOUT`, as psql's `\copy table TO`.
+async fn server_copy(db: &Db, table: &str) -> Vec<u8> {
+    use futures_util::TryStreamExt;
+    let stream = db
+        .client
+        .copy_out(&format!("COPY {table} TO STDOUT"))
+        .await
+        .unwrap();
+    let chunks: Vec<bytes::Bytes> = stream.try_collect().await.unwrap();
+    chunks.concat()
+}
+
+#[tokio::test]
+async fn an_inheritance_parent_exports_its_own_rows_as_copy_does() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute(
+            "CREATE TABLE parent (id int, v text);
+             CREATE TABLE child (extra int) INHERITS (parent);
+             INSERT INTO parent SELECT g, 'p' || g FROM generate_series(1, 3000) g;
+             INSERT INTO child SELECT g, 'c', g FROM generate_series(5001, 6000) g;",
+        )
+        .await
+        .unwrap();
+    let expected = server_copy(&db, "parent").await;
+    let dir = tempfile::tempdir().unwrap();
+    for workers in [1, 3] {
+        let path = dir.path().join(format!("p{workers}"));
+        assert_eq!(
+            export(&db, "parent", workers, &path).await,
+            3000,
+            "{workers}"
+        );
+        let mut got: Vec<&[u8]> = Vec::new();
+        let bytes = std::fs::read(&path).unwrap();
+        got.extend(bytes.split_inclusive(|&b| b == b'\n'));
+        let mut want: Vec<&[u8]> = expected.split_inclusive(|&b| b == b'\n').collect();
+        if workers == 1 {
+            assert_eq!(bytes, expected, "1 worker: byte for byte");
+        }
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "{workers} workers");
+    }
+}
+
+#[tokio::test]
+async fn a_materialized_view_exports_with_several_workers() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute(
+            "CREATE MATERIALIZED VIEW mv AS
+               SELECT g AS id, repeat('x', 200) AS v FROM generate_series(1, 20000) g;",
+        )
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mv");
+    assert_eq!(export(&db, "mv", 2, &path).await, 20000);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 20000);
+}
