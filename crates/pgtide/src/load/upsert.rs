@@ -210,6 +210,32 @@ struct UniqueKey {
     primary: bool,
     columns: Vec<String>,
     nulls_not_distinct: bool,
+    /// Per column, the index's collation as SQL names it (empty for a
+    /// type without one): the equality the conflicts follow, which may
+    /// not be the column's own (an index on `email COLLATE ci`).
+    collations: Vec<String>,
+}
+
+impl UniqueKey {
+    /// The key columns, quoted, each with the index's collation: how rows
+    /// are folded and ordered so that two rows are one key exactly when
+    /// the index says they conflict.
+    fn compared(&self) -> Vec<String> {
+        self.columns
+            .iter()
+            .zip(&self.collations)
+            .map(|(c, coll)| match coll.is_empty() {
+                true => quote(c),
+                false => format!("{} COLLATE {coll}", quote(c)),
+            })
+            .collect()
+    }
+
+    /// The index's collation of column `c`.
+    fn collation(&self, c: &str) -> Option<&str> {
+        let i = self.columns.iter().position(|x| x == c)?;
+        self.collations.get(i).map(String::as_str)
+    }
 }
 
 /// Resolves `--on-conflict` for loading `columns` into `table`: the key
@@ -258,6 +284,26 @@ pub async fn resolve(
             })?
         }
     };
+    // ON CONFLICT (key) takes every unique index on these columns as an
+    // arbiter: if their collations differ, no one folding of the file's
+    // rows matches them all.
+    let same_columns = |k: &&UniqueKey| {
+        k.columns.len() == chosen.columns.len()
+            && chosen.columns.iter().all(|c| k.columns.contains(c))
+    };
+    let differs =
+        |k: &UniqueKey| (chosen.columns.iter()).any(|c| k.collation(c) != chosen.collation(c));
+    if keys.iter().filter(same_columns).any(differs) {
+        return Err(Error::config(format!(
+            "--on-conflict: table {} has unique indexes on ({}) with different collations, \
+             so rows of the file cannot be matched to one key",
+            table.name,
+            chosen.columns.join(", ")
+        ))
+        .with_hint(
+            "load with --method pipeline --sql 'INSERT .. ON CONFLICT ..', one row at a time",
+        ));
+    }
     for k in &chosen.columns {
         if !columns.iter().any(|c| &c.name == k) {
             return Err(Error::config(format!(
@@ -302,11 +348,12 @@ fn merge_sql(
     let keys: Vec<String> = key.columns.iter().map(|k| quote(k)).collect();
     let cols = loaded.join(", ");
     let keys_list = keys.join(", ");
+    let compared = key.compared().join(", ");
     let direction = mode.winner_first();
     let winners = |filter: &str| {
         format!(
-            "SELECT DISTINCT ON ({keys_list}) {cols} FROM pg_temp.{STAGE}{filter} \
-             ORDER BY {keys_list}, {ORD} {direction}"
+            "SELECT DISTINCT ON ({compared}) {cols} FROM pg_temp.{STAGE}{filter} \
+             ORDER BY {compared}, {ORD} {direction}"
         )
     };
     let staged = if key.nulls_not_distinct {
@@ -383,6 +430,7 @@ fn counted(table: &Table) -> (&'static str, &'static str) {
 fn losers_sql(table: &Table, loaded: &[String], key: &UniqueKey, mode: OnConflict) -> String {
     let keys: Vec<String> = key.columns.iter().map(|k| quote(k)).collect();
     let keys_list = keys.join(", ");
+    let compared = key.compared().join(", ");
     let cols = loaded.join(", ");
     let direction = mode.winner_first();
     let filter = no_null_key(key, &keys);
@@ -390,7 +438,7 @@ fn losers_sql(table: &Table, loaded: &[String], key: &UniqueKey, mode: OnConflic
     let name = table.name.quoted();
     format!(
         "WITH losers AS (INSERT INTO {name} ({cols}) SELECT {cols} FROM \
-         (SELECT {cols}, row_number() OVER (PARTITION BY {keys_list} ORDER BY {ORD} {direction}) \
+         (SELECT {cols}, row_number() OVER (PARTITION BY {compared} ORDER BY {ORD} {direction}) \
          AS pgtide_rank FROM pg_temp.{STAGE}{filter}) ranked WHERE pgtide_rank > 1 \
          ON CONFLICT ({keys_list}) DO NOTHING RETURNING {returning} AS inserted) \
          SELECT {inserted}, count(*) FROM losers"
@@ -409,8 +457,13 @@ async fn unique_keys(client: &Client, table: &Table, major: u32) -> Result<Vec<U
         "SELECT i.indisprimary, \
                 array(SELECT a.attname::text FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(n, o) \
                       JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n \
-                      ORDER BY k.o), \
-                {nulls} \
+                      WHERE k.o <= i.indnkeyatts ORDER BY k.o), \
+                {nulls}, \
+                array(SELECT coalesce(quote_ident(n.nspname) || '.' || quote_ident(c.collname), '') \
+                      FROM unnest(i.indcollation::oid[]) WITH ORDINALITY k(coll, o) \
+                      LEFT JOIN pg_collation c ON c.oid = k.coll \
+                      LEFT JOIN pg_namespace n ON n.oid = c.collnamespace \
+                      WHERE k.o <= i.indnkeyatts ORDER BY k.o) \
          FROM pg_index i \
          WHERE i.indrelid = $1 AND i.indisunique AND i.indimmediate AND i.indisvalid \
            AND i.indexprs IS NULL AND i.indpred IS NULL \
@@ -423,6 +476,7 @@ async fn unique_keys(client: &Client, table: &Table, major: u32) -> Result<Vec<U
             primary: r.get(0),
             columns: r.get(1),
             nulls_not_distinct: r.get(2),
+            collations: r.get(3),
         })
         .collect())
 }
