@@ -97,10 +97,46 @@ impl CopyOptions {
                 ));
             }
         }
+        self.check_separators()?;
         match &self.encoding {
             Some(e) => check_encoding(e),
             None => Ok(()),
         }
+    }
+
+    /// What the server's `ProcessCopyOptions` refuses of the delimiter,
+    /// quote and NULL string: checked here so that every method refuses
+    /// it before anything is sent (the methods that do not COPY would
+    /// load the rows; COPY itself would fail every row).
+    fn check_separators(&self) -> Result<()> {
+        let delimiter = self.delimiter.unwrap_or(match self.format {
+            CopyFormat::Csv => b',',
+            _ => b'\t',
+        });
+        let quote = self.quote.unwrap_or(b'"');
+        let bad = |why: &str| Err(Error::config(why.to_owned()));
+        if self.format == CopyFormat::Text
+            && (delimiter == b'\\'
+                || b"\\.abcdefghijklmnopqrstuvwxyz0123456789".contains(&delimiter))
+        {
+            return bad("--delimiter cannot be a backslash, a period, a lower-case letter or a digit in text format");
+        }
+        if self.format == CopyFormat::Csv && delimiter == quote {
+            return bad("--delimiter and --quote must be different");
+        }
+        let Some(null) = &self.null else {
+            return Ok(());
+        };
+        if null.contains(['\n', '\r']) {
+            return bad("--null cannot contain a newline or carriage return");
+        }
+        if null.as_bytes().contains(&delimiter) {
+            return bad("--null must not contain the delimiter");
+        }
+        if self.format == CopyFormat::Csv && null.as_bytes().contains(&quote) {
+            return bad("--null must not contain the CSV quote character");
+        }
+        Ok(())
     }
 
     /// The scanner dialect that finds row boundaries as the server would.
@@ -322,6 +358,48 @@ pub fn option_byte(name: &str, value: &str) -> Result<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The NULL string and separators the server's COPY refuses are option
+    /// errors for every method (outside testing: COPY rejected every row,
+    /// the other methods loaded them).
+    #[test]
+    fn separators_the_server_refuses_are_option_errors() {
+        let with = |format, delimiter: Option<u8>, quote: Option<u8>, null: Option<&str>| {
+            let mut o = CopyOptions::new(format);
+            o.delimiter = delimiter;
+            o.quote = quote;
+            o.null = null.map(str::to_owned);
+            o.validate()
+        };
+        use CopyFormat::{Csv, Text};
+        for (format, delimiter, quote, null) in [
+            (Csv, None, None, Some(",")),
+            (Csv, Some(b';'), None, Some("a;b")),
+            (Csv, None, None, Some("a\nb")),
+            (Text, None, None, Some("x\ty")),
+            (Text, None, None, Some("\r")),
+            (Csv, None, None, Some("\"\"")),
+            (Csv, Some(b'|'), Some(b'|'), None),
+            (Text, Some(b'\\'), None, None),
+            (Text, Some(b'a'), None, None),
+            (Text, Some(b'.'), None, None),
+        ] {
+            assert!(
+                with(format, delimiter, quote, null).is_err(),
+                "{format:?} {delimiter:?} {quote:?} {null:?}"
+            );
+        }
+        for (format, delimiter, quote, null) in [
+            (Csv, None, None, Some("NULL")),
+            (Csv, Some(b';'), None, Some("a,b")),
+            (Text, None, None, Some("\\N")),
+            (Text, Some(b','), None, Some("x\ty")),
+            (Text, Some(b'|'), None, None),
+            (Csv, Some(b'|'), Some(b'\''), Some("")),
+        ] {
+            with(format, delimiter, quote, null).expect("accepted");
+        }
+    }
 
     #[test]
     fn encodings_are_checked_as_postgresql_names_them() {

@@ -1,6 +1,7 @@
 //! Screening a failed chunk (`load/screen.rs`): rows the client thinks bad
 //! are sent alone, never rejected on the client's word: a NULL for a NOT
-//! NULL column that a BEFORE trigger fills in still loads.
+//! NULL column that a BEFORE trigger fills in still loads; and the order
+//! in which rows reach the table when some go by text COPY.
 
 mod support;
 
@@ -194,5 +195,45 @@ async fn chunks_screened_ahead_of_their_turn_get_the_same_verdicts() {
             .unwrap()
             .get(0);
         assert_eq!(got, filled, "{workers} workers: the suspects loaded");
+    }
+}
+
+/// `--method binary` sends a record its encoders do not take (a date the
+/// server reads, `Jan 5 2024`) by text COPY, with every record after it:
+/// the rows reach the table in the input's order, so of two rows with one
+/// key the first loads and the later is rejected, as with COPY (outside
+/// testing: sent after the others, the first row lost to the later one).
+#[tokio::test]
+async fn rows_the_binary_encoders_leave_to_text_copy_keep_their_order() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute("CREATE TABLE dd (k date UNIQUE, v text)")
+        .await
+        .unwrap();
+    let file = "2024-01-01,a\nJan 5 2024,first\n2024-01-05,second\n2024-01-07,b\n";
+    let dir = tempfile::tempdir().unwrap();
+    for (n, method) in [Method::Copy, Method::Binary].into_iter().enumerate() {
+        db.client.batch_execute("TRUNCATE dd").await.unwrap();
+        let path = db.file(file.as_bytes(), Compress::None);
+        let mut o = LoadOptions::new(
+            vec![path.to_string_lossy().into_owned()],
+            QualifiedName::parse("dd").unwrap(),
+            CopyFormat::Csv,
+        );
+        o.method = method;
+        o.rejects = Some(dir.path().join(format!("o{n}.csv")));
+        let r = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+            .await
+            .unwrap();
+        assert!(r.failure.is_none(), "{method:?}: {:?}", r.failure);
+        let rejected = std::fs::read_to_string(o.rejects.as_ref().unwrap()).unwrap();
+        assert_eq!(rejected, "2024-01-05,second\n", "{method:?}");
+        let v: String = db
+            .client
+            .query_one("SELECT v FROM dd WHERE k = '2024-01-05'", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(v, "first", "{method:?}");
     }
 }

@@ -6,20 +6,20 @@
 //! field is encoded by the column type's [`Encoder`]. The encoders only
 //! encode what they can prove equal to the server's reading of the text;
 //! for anything else they say [`Uncertain`](copyfmt::convert::Uncertain).
-//! Such a record is neither rejected nor altered: its original bytes are
-//! sent, after the binary COPY of the others and in the same transaction,
-//! by the load's own text COPY statement, so the server decides (and, if
-//! the value is bad, writes the real error). A record the splitter
-//! refuses, or with the wrong number of fields, is deferred the same way.
+//! Such a record is neither rejected nor altered: the binary COPY ends
+//! before it, and its original bytes and those of every record after it
+//! are sent, in the same transaction, by the load's own text COPY
+//! statement, so the server decides (and, if the value is bad, writes the
+//! real error) and the rows still arrive in the input's order (outside
+//! testing: sent after the others, such a row lost to a later duplicate
+//! that COPY would have rejected). A record the splitter refuses, or with
+//! the wrong number of fields, goes the same way.
 //!
 //! Encoders depend on the session (`TimeZone`, `integer_datetimes`), read
 //! with `SHOW` on each loader's own connection. A column type without a
 //! safe binary form, or a session whose `client_encoding` is not UTF8,
 //! makes the whole load use text COPY (decided once, before loading, and
 //! reported in the load's notes).
-//!
-//! Rows deferred to text COPY are inserted after the others of their
-//! batch, so a `serial` column numbers them later than COPY would.
 
 use bytes::Bytes;
 use copyfmt::binary::{write_header, write_trailer, RowWriter};
@@ -31,7 +31,7 @@ use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::copy::{copy_bytes, Framing};
 use super::setup::is_utf8_name;
-use super::spec::{copy_error, record_of_error, LoaderSpec, MethodSetup};
+use super::spec::{record_of_error, LoaderSpec, MethodSetup};
 use crate::batch::{Batch, BatchError};
 use crate::error::Result;
 use crate::failure::parse_context;
@@ -194,8 +194,11 @@ fn encode_record(
     row.finish().is_ok()
 }
 
-/// Loads `batch`: binary COPY of the records the encoders took, then text
-/// COPY of the deferred ones; returns the rows loaded.
+/// Loads `batch`: binary COPY of the records up to the first one the
+/// encoders do not take, then text COPY of that record and all after it,
+/// so that the rows reach the table in the input's order (which decides
+/// which of two conflicting rows loads, and what a trigger sees);
+/// returns the rows loaded.
 pub(super) async fn load(
     client: &Client,
     spec: &LoaderSpec,
@@ -204,8 +207,8 @@ pub(super) async fn load(
 ) -> std::result::Result<u64, BatchError> {
     let data = &batch.data;
     let step = spec.message_bytes.max(1024);
-    // Deferred records, ascending: (index in the batch, start, end).
-    let mut deferred: Vec<(u64, usize, usize)> = Vec::new();
+    // The first record not encoded: (its index in the batch, its start).
+    let mut cut: Option<(u64, usize)> = None;
     let result = async {
         let sink = client
             .copy_in::<_, Bytes>(&binary_copy_sql(&spec.setup))
@@ -217,7 +220,8 @@ pub(super) async fn load(
         for (i, span) in scan::records(&spec.dialect, data).enumerate() {
             let rec = &data[span.start..span.end];
             if !encode_record(spec, encoders, rec, &mut fields, &mut out) {
-                deferred.push((i as u64, span.start, span.end));
+                cut = Some((i as u64, span.start));
+                break;
             }
             if out.len() >= step {
                 // Sent while the next piece is encoded: the client's
@@ -231,15 +235,11 @@ pub(super) async fn load(
         sink.finish().await
     }
     .await;
-    let binary_rows = result.map_err(|e| binary_error(spec, &deferred, e))?;
-    if deferred.is_empty() {
+    let binary_rows = result.map_err(|e| binary_error(spec, e))?;
+    let Some((first, start)) = cut else {
         return Ok(binary_rows);
-    }
-    let mut text = Vec::with_capacity(deferred.iter().map(|d| d.2 - d.1).sum());
-    for &(_, start, end) in &deferred {
-        text.extend_from_slice(&data[start..end]);
-    }
-    let text = Bytes::from(text);
+    };
+    let text = data.slice(start..);
     let text_rows = copy_bytes(
         client,
         &spec.copy_sql,
@@ -249,8 +249,7 @@ pub(super) async fn load(
     )
     .await
     .map_err(|e| {
-        let record = record_of_error(&spec.dialect, &spec.relname, &text, &e)
-            .and_then(|k| Some(deferred.get(usize::try_from(k).ok()?)?.0));
+        let record = record_of_error(&spec.dialect, &spec.relname, &text, &e).map(|k| first + k);
         BatchError {
             record,
             commit_unknown: false,
@@ -260,55 +259,13 @@ pub(super) async fn load(
     Ok(binary_rows + text_rows)
 }
 
-/// [`load`] for rows that must reach the table in the input's order (the
-/// `--on-conflict` stage, where a row's position decides which duplicate
-/// wins): every record is encoded first, and if one cannot be, the whole
-/// batch goes by text COPY rather than a deferred record after the others.
-pub(super) async fn load_in_order(
-    client: &Client,
-    spec: &LoaderSpec,
-    encoders: &[Encoder],
-    batch: &Batch,
-) -> std::result::Result<u64, BatchError> {
-    let data = &batch.data;
-    let mut out = Vec::with_capacity(data.len() + 64);
-    write_header(&mut out);
-    let mut fields = Fields::new();
-    for span in scan::records(&spec.dialect, data) {
-        let rec = &data[span.start..span.end];
-        if !encode_record(spec, encoders, rec, &mut fields, &mut out) {
-            let framing = Framing::default();
-            return copy_bytes(client, &spec.copy_sql, &framing, data, spec.message_bytes)
-                .await
-                .map_err(|e| copy_error(spec, data, e));
-        }
-    }
-    write_trailer(&mut out);
-    let sql = binary_copy_sql(&spec.setup);
-    copy_bytes(
-        client,
-        &sql,
-        &Framing::default(),
-        &Bytes::from(out),
-        spec.message_bytes,
-    )
-    .await
-    .map_err(|e| binary_error(spec, &[], e))
-}
-
 /// A binary COPY error: its `line N` is the N-th tuple sent, which is the
-/// N-th record that was not deferred.
-fn binary_error(
-    spec: &LoaderSpec,
-    deferred: &[(u64, usize, usize)],
-    e: tokio_postgres::Error,
-) -> BatchError {
+/// N-th record of the batch (the records after the first one not encoded
+/// go by text COPY).
+fn binary_error(spec: &LoaderSpec, e: tokio_postgres::Error) -> BatchError {
     let record = e.as_db_error().and_then(|db| {
         let (line, _) = parse_context(db.where_()?, &spec.relname)?;
-        Some(tuple_record(
-            line.checked_sub(1)?,
-            deferred.iter().map(|d| d.0),
-        ))
+        line.checked_sub(1)
     });
     BatchError {
         record,
@@ -317,32 +274,9 @@ fn binary_error(
     }
 }
 
-/// The batch index of the `tuple`-th (0-based) record not in `deferred`
-/// (ascending).
-fn tuple_record(tuple: u64, deferred: impl Iterator<Item = u64>) -> u64 {
-    let mut record = tuple;
-    for d in deferred {
-        if d <= record {
-            record += 1;
-        } else {
-            break;
-        }
-    }
-    record
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tuples_map_past_deferred_records() {
-        let d = [1u64, 2, 5];
-        let map = |t| tuple_record(t, d.iter().copied());
-        // records 0 3 4 6 7 were sent as tuples 0 1 2 3 4
-        assert_eq!((0..5).map(map).collect::<Vec<_>>(), vec![0, 3, 4, 6, 7]);
-        assert_eq!(tuple_record(3, std::iter::empty()), 3);
-    }
 
     #[test]
     fn utc_zones() {

@@ -436,9 +436,6 @@ impl Loader {
                     }
                 };
                 match encoders {
-                    Some(enc) if spec.upsert.is_some() => {
-                        binary::load_in_order(&self.client, &spec, &enc, batch).await
-                    }
                     Some(enc) => binary::load(&self.client, &spec, &enc, batch).await,
                     None => self.copy(batch).await,
                 }
