@@ -16,7 +16,7 @@ use std::io::Read;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use copyfmt::scan::{Dialect, Eol, Format, RecordSpan, Scanner, Stop};
+use copyfmt::scan::{self, Dialect, Eol, Format, RecordSpan, Scanner, Stop};
 
 use crate::copyopts::Header;
 use crate::error::{Error, Result};
@@ -103,6 +103,11 @@ pub struct Chunker {
     header_done: bool,
     target: usize,
     max_record: usize,
+    /// How records are read, to measure them one by one when the records
+    /// between two cuts are longer together than `max_record`.
+    dialect: Dialect,
+    /// A whole record found longer than `max_record`: its line and byte.
+    too_long: Option<(u64, u64)>,
     buf: BytesMut,
     /// Bytes of `buf` already fed to the scanner.
     scanned: usize,
@@ -136,7 +141,9 @@ impl Chunker {
         Chunker {
             input: input.into(),
             reader,
-            scanner: Scanner::new(dialect),
+            scanner: Scanner::new(dialect.clone()),
+            dialect,
+            too_long: None,
             binary,
             header_mode,
             header: None,
@@ -247,9 +254,32 @@ impl Chunker {
         }
     }
 
+    /// The whole records of `buf[from..to]` (`lines`: the line breaks
+    /// before `from`, counted from the buffer's start) must each stay
+    /// within `max_record` bytes, their line break included. Measured one
+    /// by one only when they are longer together: the record being read
+    /// is measured as it grows ([`Chunker::check_record_size`]), but one
+    /// that ends within the read that brought its start would not be.
+    fn measure(&mut self, from: usize, to: usize, lines: u64) {
+        if self.binary || to - from <= self.max_record || self.too_long.is_some() {
+            return;
+        }
+        let eol = self.scanner.eol();
+        let long = scan::records_with(&self.dialect, eol, &self.buf[from..to])
+            .find(|s| s.end - s.start > self.max_record);
+        if let Some(s) = long {
+            let line = self.line + lines + s.line;
+            self.too_long = Some((line, self.byte + (from + s.start) as u64));
+        }
+    }
+
     /// The record being read (after the last boundary) must stay within
     /// `max_record` bytes: fails with the line and byte where it started.
+    /// So must every whole record ([`Chunker::measure`]).
     fn check_record_size(&self) -> Result<()> {
+        if let Some((line, byte)) = self.too_long {
+            return Err(record_too_long(&self.input, line, byte, self.max_record));
+        }
         let start = self.cut.map_or(0, |c| c.offset);
         let pending = self.scanned.saturating_sub(start);
         if pending <= self.max_record {
@@ -323,6 +353,7 @@ impl Chunker {
                 Some(b) => {
                     let base = self.cut.map_or((0, 0, 0), |c| (c.records, c.lines, c.bad));
                     let offset = from + b.offset - shift;
+                    self.measure(self.cut.map_or(0, |c| c.offset), offset, base.1);
                     let lines = if self.binary {
                         b.records
                     } else {

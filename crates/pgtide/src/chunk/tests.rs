@@ -140,6 +140,59 @@ fn a_record_longer_than_the_cap_fails_with_its_first_line() {
     assert_eq!(c.next_chunk().unwrap().unwrap().records, 1);
 }
 
+/// Every record is measured, not only one still being read when a read
+/// ends: a whole record over the cap fails with its line and byte,
+/// whatever the read and chunk sizes (outside testing: records of 100,000
+/// bytes loaded under a cap of 1,000), and one at the cap loads.
+#[test]
+fn every_whole_record_over_the_cap_fails() {
+    let mut data = b"1,a\n2,\"b\nc\"\n".to_vec();
+    let long_at = data.len() as u64;
+    data.extend_from_slice(b"3,");
+    data.extend(std::iter::repeat_n(b'x', 997)); // 1,000 bytes with "3," and the line break
+    data.extend_from_slice(b"\n4,d\n");
+    for step in [7, 100, 1 << 20] {
+        for target in [1, 64, 1 << 20] {
+            let run = |max: usize| {
+                let reader = Trickle {
+                    data: data.clone(),
+                    pos: 0,
+                    step,
+                };
+                let mut c = Chunker::new(
+                    "in",
+                    Box::new(reader),
+                    Dialect::csv(),
+                    Header::None,
+                    target,
+                    0,
+                )
+                .max_record(max);
+                let mut records = 0;
+                loop {
+                    match c.next_chunk() {
+                        Ok(Some(chunk)) => records += chunk.records,
+                        Ok(None) => return Ok(records),
+                        Err(e) => return Err(e),
+                    }
+                }
+            };
+            let e = run(999).expect_err("a record of 1,000 bytes over a cap of 999");
+            assert!(
+                e.message().starts_with("in:4: "),
+                "{step} {target}: {}",
+                e.message()
+            );
+            assert!(
+                e.message().contains(&format!("byte {long_at}")),
+                "{}",
+                e.message()
+            );
+            assert_eq!(run(1000).unwrap(), 4, "{step} {target}");
+        }
+    }
+}
+
 #[test]
 fn end_marker_stops_the_input() {
     let data = b"1\ta\n\\.\n2\tb\n";
