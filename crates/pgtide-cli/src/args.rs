@@ -314,10 +314,10 @@ pub struct LoadArgs {
     #[arg(long, value_name = "BYTES", default_value_t = pgtide::chunk::DEFAULT_CHUNK_BYTES, value_parser = chunk_bytes, hide_short_help = true)]
     pub chunk_bytes: usize,
 
-    /// Longest record accepted, in bytes (its line break included). A chunk holds whole records, so
-    /// this bounds memory beyond the chunks; an unmatched quote would
-    /// otherwise make the rest of the file one record. The error names the
-    /// line where the record starts.
+    /// Longest record accepted, in bytes (its line break included). A
+    /// chunk holds whole records, so this bounds memory beyond the
+    /// chunks; an unmatched quote would otherwise make the rest of the
+    /// file one record. The error names the line where the record starts.
     #[arg(long, value_name = "BYTES", default_value_t = pgtide::chunk::DEFAULT_MAX_RECORD_BYTES, hide_short_help = true)]
     pub max_record_bytes: usize,
 

@@ -463,10 +463,10 @@ fn settled_around(
         .collect();
     let mut from = lo;
     for &b in &bad {
-        site.settled(from, b, out);
+        site.settled(from, b, &mut out.done, &mut out.bytes);
         from = b + 1;
     }
-    site.settled(from, hi, out);
+    site.settled(from, hi, &mut out.done, &mut out.bytes);
     for &b in bad.iter().rev() {
         queue.push_front((b, b + 1, None));
     }

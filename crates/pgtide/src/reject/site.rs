@@ -12,7 +12,6 @@
 
 use copyfmt::scan::{Format, RecordSpan};
 
-use super::isolate::Isolated;
 use crate::batch::{Batch, BatchError};
 use crate::chunk::Chunk;
 use crate::failure::RowFailure;
@@ -117,11 +116,12 @@ impl<'a> Site<'a> {
         Batch { data, records }
     }
 
-    /// The kept records of `lo..hi` are committed: their lines are done.
-    pub fn settled(&self, lo: usize, hi: usize, out: &mut Isolated) {
+    /// The kept records of `lo..hi` are committed: their line ranges go to
+    /// `done`, their bytes to `bytes`.
+    pub fn settled(&self, lo: usize, hi: usize, done: &mut Vec<(u64, u64)>, bytes: &mut u64) {
         for (l, h) in self.runs(lo, hi) {
-            out.done.push(self.lines(l, h));
-            out.bytes += self.bytes(l, h) as u64;
+            done.push(self.lines(l, h));
+            *bytes += self.bytes(l, h) as u64;
         }
     }
 
