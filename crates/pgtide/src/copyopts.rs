@@ -322,11 +322,7 @@ const ENCODING_NAMES: &[&str] = &[
 fn check_encoding(name: &str) -> Result<()> {
     // pg_char_to_encoding: names of NAMEDATALEN (64) bytes or more are
     // unknown; others are compared without punctuation, in lower case.
-    let cleaned: String = name
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
+    let cleaned = copyfmt::scan::encoding_key(name);
     if name.len() < 64 && ENCODING_NAMES.contains(&cleaned.as_str()) {
         return Ok(());
     }

@@ -111,7 +111,7 @@ mod tests;
 
 use binary::Bin;
 pub use eol::{Eol, EolError};
-pub use multibyte::LeadBytes;
+pub use multibyte::{encoding_key, LeadBytes};
 pub use records::{records, records_with, RecordSpan};
 pub use server_lines::{record_at_server_line, server_lines};
 use textcsv::St;

@@ -27,16 +27,20 @@ pub enum LeadBytes {
     Double,
 }
 
+/// An encoding name as PostgreSQL's `pg_char_to_encoding` compares it:
+/// without punctuation, in lower case (`Shift_JIS` and `shiftjis` are one).
+pub fn encoding_key(name: &str) -> String {
+    name.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
 impl LeadBytes {
     /// The encoding of a PostgreSQL encoding name (any spelling
     /// `pg_char_to_encoding` takes).
     pub fn of_encoding(name: &str) -> LeadBytes {
-        let n: String = name
-            .chars()
-            .filter(char::is_ascii_alphanumeric)
-            .map(|c| c.to_ascii_lowercase())
-            .collect();
-        match n.as_str() {
+        match encoding_key(name).as_str() {
             "sjis" | "shiftjis" | "mskanji" | "win932" | "windows932" | "shiftjis2004" => {
                 LeadBytes::Sjis
             }
