@@ -237,3 +237,71 @@ async fn rows_the_binary_encoders_leave_to_text_copy_keep_their_order() {
         assert_eq!(v, "first", "{method:?}");
     }
 }
+
+/// A NULL that a BEFORE trigger fills from the rows before it (a fill-down)
+/// fails only out of its place: with such triggers no suspect is judged by
+/// a try out of its place, so the row loads where it stands, in every
+/// chunk, also in chunks that go straight to isolation once the load has
+/// met bad rows (outside testing: such rows were rejected).
+#[tokio::test]
+async fn a_null_a_trigger_fills_from_earlier_rows_loads_in_its_place() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute(
+            "CREATE TABLE fill (id int PRIMARY KEY, grp int, a int NOT NULL, d int CHECK (d >= 0));
+             CREATE FUNCTION fill_down() RETURNS trigger LANGUAGE plpgsql AS $$
+               BEGIN
+                 IF NEW.a IS NULL THEN
+                   NEW.a := (SELECT a FROM fill WHERE grp = NEW.grp ORDER BY id LIMIT 1);
+                 END IF;
+                 RETURN NEW;
+               END $$;
+             CREATE TRIGGER fill_down BEFORE INSERT ON fill FOR EACH ROW EXECUTE FUNCTION fill_down();",
+        )
+        .await
+        .unwrap();
+    // Groups of 40 rows: the first sets `a`, the second leaves it to the
+    // trigger, the last breaks the CHECK.
+    let (mut file, mut bad) = (String::new(), Vec::new());
+    for id in 0..2000 {
+        let grp = id / 40;
+        let line = match id % 40 {
+            1 => format!("{id},{grp},,0"),
+            39 => format!("{id},{grp},{id},-1"),
+            _ => format!("{id},{grp},{id},0"),
+        };
+        if id % 40 == 39 {
+            bad.push(line.clone());
+        }
+        file.push_str(&line);
+        file.push('\n');
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = db.file(file.as_bytes(), Compress::None);
+    for (n, chunk_bytes) in [1 << 20, 2048].into_iter().enumerate() {
+        db.client.batch_execute("TRUNCATE fill").await.unwrap();
+        let mut o = LoadOptions::new(
+            vec![path.to_string_lossy().into_owned()],
+            QualifiedName::parse("fill").unwrap(),
+            CopyFormat::Csv,
+        );
+        o.chunk_bytes = chunk_bytes;
+        o.rejects = Some(dir.path().join(format!("f{n}.csv")));
+        let r = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+            .await
+            .unwrap();
+        assert!(r.failure.is_none(), "{chunk_bytes}: {:?}", r.failure);
+        let rejected = std::fs::read_to_string(o.rejects.as_ref().unwrap()).unwrap();
+        assert_eq!(rejected.lines().collect::<Vec<_>>(), bad, "{chunk_bytes}");
+        let filled: i64 = db
+            .client
+            .query_one(
+                "SELECT count(*) FROM fill WHERE id % 40 = 1 AND a = id - 1",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(filled, 50, "{chunk_bytes}: every filled row loaded");
+    }
+}

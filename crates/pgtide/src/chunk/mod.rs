@@ -416,6 +416,9 @@ impl Chunker {
             let from = self.scanned;
             if let Some(b) = self.scanner.scan(&self.buf[from..], Stop::First) {
                 let end = from + b.offset;
+                if end > self.max_record {
+                    return Err(record_too_long(&self.input, 1, 0, self.max_record));
+                }
                 self.header = Some(self.buf.split_to(end).freeze());
                 self.line += lines + b.lines;
                 self.byte += end as u64;

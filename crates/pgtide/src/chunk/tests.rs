@@ -191,6 +191,20 @@ fn every_whole_record_over_the_cap_fails() {
             assert_eq!(run(1000).unwrap(), 4, "{step} {target}");
         }
     }
+    // The header is a record too.
+    let mut c = Chunker::new(
+        "in",
+        Box::new(&b"a_long_header,b\n1,2\n"[..]),
+        Dialect::csv(),
+        Header::Skip,
+        64,
+        0,
+    )
+    .max_record(10);
+    let e = c
+        .next_chunk()
+        .expect_err("a 16-byte header over a cap of 10");
+    assert!(e.message().starts_with("in:1: "), "{}", e.message());
 }
 
 #[test]

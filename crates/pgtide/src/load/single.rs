@@ -283,6 +283,10 @@ impl Resilient for Nested<'_> {
         !self.loader.has_mark()
     }
 
+    fn before_triggers(&self) -> bool {
+        self.loader.spec().table_may_skip
+    }
+
     fn relname(&self) -> &str {
         &self.loader.spec().relname
     }

@@ -463,6 +463,10 @@ impl Resilient for Session<'_> {
         !self.loader.has_mark()
     }
 
+    fn before_triggers(&self) -> bool {
+        self.loader.spec().table_may_skip
+    }
+
     fn relname(&self) -> &str {
         &self.loader.spec().relname
     }

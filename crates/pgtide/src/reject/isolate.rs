@@ -261,13 +261,16 @@ async fn run(
         }
         Start::Suspects(suspects) => {
             let suspects: Vec<usize> = suspects.into_iter().filter(|&i| i < n).collect();
+            // With BEFORE row triggers, no refusal of a row tried out of
+            // its place is its verdict (a trigger may fill a NULL from the
+            // rows before it): each suspect is tried alone in its place.
             let probed = match mode {
-                Mode::OneTransaction => {
+                Mode::OneTransaction if !loader.before_triggers() => {
                     let singles: Vec<Batch> =
                         suspects.iter().map(|&i| site.batch(i, i + 1)).collect();
                     loader.probe(&singles).await
                 }
-                Mode::PerRange => None,
+                _ => None,
             };
             match probed {
                 // Each suspect was tried alone (and undone), before the rows

@@ -24,6 +24,13 @@ pub trait Resilient: Send {
     fn gapped_batches(&self) -> bool {
         false
     }
+    /// Whether a row's verdict may depend on the rows loaded before it
+    /// whatever its error: the table has row triggers that run before the
+    /// insert (one may fill a NULL, or fail, from earlier rows). Then no
+    /// probe's refusal settles a row out of its place.
+    fn before_triggers(&self) -> bool {
+        true
+    }
     /// The records of the last batch that the server set aside itself
     /// (`ON_ERROR ignore`), 0-based in that batch.
     fn take_skipped(&mut self) -> Vec<u64>;
