@@ -333,7 +333,7 @@ impl Loader {
 
     /// Closes this loader's connection for good: every later use fails as
     /// a broken connection (`Class::Connection`), which the worker answers
-    /// with a fresh one (`worker::load_reconnecting`). For a connection
+    /// with a fresh one (`reconnect::load_reconnecting`). For a connection
     /// whose next answer may belong to an earlier request.
     fn discard(&mut self) {
         // The `postgres` crate's own way to close a client it cannot drop.

@@ -12,12 +12,13 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use super::copy::Framing;
+use super::ctx::Ctx;
 use super::loader::{new_loader, LoaderSpec, Method};
 use super::outcome::{Done, Shared};
 pub(super) use super::plan::Plan;
 use super::reader::{read_all, ReadStats};
 use super::single;
-use super::worker::{work, Ctx};
+use super::worker::work;
 use super::LineRange;
 use crate::chunk::Chunk;
 use crate::copyopts::CopyFormat;

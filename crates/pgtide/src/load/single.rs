@@ -13,7 +13,7 @@
 //! does not have.
 //!
 //! A `COMMIT` whose answer is lost with the connection is settled as the
-//! per-chunk path settles one (`worker::settle_lost_commit`): the
+//! per-chunk path settles one (`reconnect::settle_lost_commit`): the
 //! transaction id read at `BEGIN`, asked about on a new connection
 //! (`txid_status`, guarded against an id reused after a crash). Committed:
 //! the load succeeded. Aborted: nothing was loaded, and the error says so.
@@ -50,9 +50,11 @@
 
 use std::future::Future;
 
+use super::ctx::Ctx;
 use super::loader::{Batch, BatchError, Loader, Method};
 use super::outcome::Failed;
-use super::worker::{failed_chunk, finished, gate, misfit_line_ending, settle_lost_commit, Ctx};
+use super::reconnect::settle_lost_commit;
+use super::worker::{failed_chunk, finished, gate, misfit_line_ending};
 use super::LoadOptions;
 use crate::batch::TxStart;
 use crate::catalog::Table;

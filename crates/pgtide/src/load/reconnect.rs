@@ -1,0 +1,328 @@
+//! Loading a batch whatever befalls the session: reconnect with backoff
+//! after a broken connection (settling a `COMMIT` whose answer was lost),
+//! retry after deadlocks, serialization failures and lock timeouts, and
+//! [`Session`], the same for isolation's ranges. Apart from `worker.rs`,
+//! which decides a chunk's fate, since this is how any batch survives.
+
+use std::future::Future;
+use std::time::Duration;
+
+use super::ctx::Ctx;
+use super::loader::new_loader;
+use super::loader::{Batch, BatchError, InDoubt, Loader};
+use crate::error::{classify, Class};
+use crate::progress::Progress;
+use crate::reject::isolate::Resilient;
+
+/// Reconnect attempts after a broken connection, with doubling delays
+/// from [`FIRST_BACKOFF`]: about 8 s in all, enough for a server restart
+/// or a failover, short enough that a dead server is reported promptly.
+const RECONNECTS: u32 = 5;
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+
+/// Loads a batch as a chunk must be loaded, whatever befalls the session:
+///
+/// - a broken connection: reconnect with backoff and retry, never loading
+///   a row twice: when the break hid the answer to `COMMIT`, the new
+///   connection asks the server what became of that transaction
+///   (`txid_status`) and resends only if it did not commit;
+/// - a deadlock, serialization failure or lock timeout (`Class::Transient`):
+///   the transaction was rolled back and nothing is wrong with the rows,
+///   so retry after a growing, jittered pause (two workers that deadlocked
+///   must not meet again at the same instant);
+/// - a connection the loader discarded after an error (it may be out of
+///   step with the server, see `step::rollback_in_step`): replace it at
+///   once, so the caller (isolation) gets a clean one with the error.
+///
+/// Isolation loads its ranges through here too ([`Session`]), so a
+/// server restart or a deadlock while bad rows are isolated is survived
+/// exactly as on the main path.
+pub(super) async fn load_reconnecting(
+    loader: &mut Loader,
+    ctx: &Ctx,
+    batch: &Batch,
+) -> Result<u64, BatchError> {
+    let mut reconnects = 0;
+    let mut transients = 0;
+    loop {
+        let e = match loader.load(batch).await {
+            Ok(rows) => return Ok(rows),
+            Err(e) => e,
+        };
+        match classify(&e.error) {
+            Class::Connection => {
+                let in_doubt = loader.in_doubt();
+                if e.commit_unknown && in_doubt.is_none() {
+                    return Err(e);
+                }
+                match reconnect_with_backoff(loader, ctx, in_doubt, &mut reconnects).await {
+                    Reconnected::Committed(rows) => return Ok(rows),
+                    Reconnected::Resend => {}
+                    Reconnected::Unknown | Reconnected::Failed => return Err(e),
+                }
+            }
+            Class::Transient if transients < TRANSIENT_RETRIES => {
+                transients += 1;
+                tokio::time::sleep(transient_pause(transients)).await;
+                replace_discarded(loader, ctx).await;
+            }
+            _ => {
+                replace_discarded(loader, ctx).await;
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// Retries of one batch after deadlocks, serialization failures and lock
+/// timeouts, with pauses from [`transient_pause`]: about 10 s in all.
+const TRANSIENT_RETRIES: u32 = 10;
+
+/// The pause before the `n`th retry after a transient error: 50 ms
+/// doubling up to 2 s, plus up to half as much again at random.
+fn transient_pause(n: u32) -> Duration {
+    let base = Duration::from_millis(50 << n.min(6)).min(Duration::from_secs(2));
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    base + base.mul_f64(f64::from(nanos % 1000) / 2000.0)
+}
+
+/// What became of a batch on a new connection.
+enum Reconnected {
+    /// Its `COMMIT` was in doubt and it did commit, with these rows.
+    Committed(u64),
+    /// Nothing of it is committed: send it again.
+    Resend,
+    /// Its `COMMIT` was in doubt and the server cannot say: stop.
+    Unknown,
+    /// No new connection (yet).
+    Failed,
+}
+
+/// Reconnects with doubling pauses, `RECONNECTS` attempts in all for one
+/// batch (`attempts` counts them). The batch in doubt is kept across
+/// attempts and asked about on every new connection: nothing is sent
+/// again before its fate is known.
+async fn reconnect_with_backoff(
+    loader: &mut Loader,
+    ctx: &Ctx,
+    in_doubt: Option<InDoubt>,
+    attempts: &mut u32,
+) -> Reconnected {
+    while *attempts < RECONNECTS {
+        *attempts += 1;
+        tokio::time::sleep(FIRST_BACKOFF * (1 << (*attempts - 1))).await;
+        match reconnect(loader, ctx, in_doubt.clone()).await {
+            Reconnected::Failed => {}
+            settled => return settled,
+        }
+    }
+    Reconnected::Failed
+}
+
+/// Replaces the loader's connection; settles a `COMMIT` in doubt on the
+/// new one before anything else is sent.
+async fn reconnect(loader: &mut Loader, ctx: &Ctx, in_doubt: Option<InDoubt>) -> Reconnected {
+    let Ok((client, notices, wire)) = ctx.target.connect_wire().await else {
+        return Reconnected::Failed;
+    };
+    Progress::add(&ctx.progress.reconnects, 1);
+    let settled = match in_doubt {
+        None => Reconnected::Resend,
+        Some(ref d) => match commit_status(&client, d.clone()).await {
+            Ok(Some(true)) => Reconnected::Committed(d.rows),
+            Ok(Some(false)) => Reconnected::Resend,
+            Ok(None) => Reconnected::Unknown,
+            // The new connection broke too: ask again on the next one.
+            Err(_) => return Reconnected::Failed,
+        },
+    };
+    // Rows `ON_ERROR` skipped in a batch that turned out committed still
+    // need their verdict.
+    let skipped = loader.take_skipped();
+    let mark = loader.take_mark();
+    *loader = new_loader(client, notices, wire, &ctx.spec);
+    loader.set_mark(mark);
+    if let (Reconnected::Committed(_), Some(d)) = (&settled, in_doubt) {
+        loader.committed_in_doubt(d);
+        loader.carry_skipped(skipped);
+    }
+    settled
+}
+
+/// A loader that closed its connection on purpose after an error gets a
+/// new one now; if that fails, its next load fails as a broken connection
+/// and goes through the reconnect path with backoff.
+async fn replace_discarded(loader: &mut Loader, ctx: &Ctx) {
+    if loader.is_closed() {
+        reconnect(loader, ctx, None).await;
+    }
+}
+
+/// After a `COMMIT` of [`Loader::commit_attempts`] whose answer was lost
+/// with the connection: a new connection (with backoff) asks the server
+/// what became of the transaction (`txid_status`, guarded against an id
+/// reused after a crash, [`commit_status`]). `Some(true)` committed (the
+/// new loader has counted what the table dropped), `Some(false)` certainly
+/// not, `None` nobody can tell (or no new connection). The loader gets the
+/// new connection whenever one could be made.
+pub(super) async fn settle_lost_commit(loader: &mut Loader, ctx: &Ctx) -> Option<bool> {
+    let mut reconnects = 0;
+    let in_doubt = loader.in_doubt();
+    let asked = in_doubt.is_some();
+    match reconnect_with_backoff(loader, ctx, in_doubt, &mut reconnects).await {
+        Reconnected::Committed(_) => Some(true),
+        Reconnected::Resend if asked => Some(false),
+        _ => None,
+    }
+}
+
+/// A worker's loader as isolation sees it: each range is loaded as the
+/// main path loads a chunk ([`load_reconnecting`]).
+pub(super) struct Session<'a> {
+    pub loader: &'a mut Loader,
+    pub ctx: &'a Ctx,
+}
+
+impl Resilient for Session<'_> {
+    fn dialect(&self) -> &copyfmt::scan::Dialect {
+        &self.loader.spec().dialect
+    }
+
+    fn gapped_batches(&self) -> bool {
+        !self.loader.has_mark()
+    }
+
+    fn before_triggers(&self) -> bool {
+        self.loader.spec().table_may_skip
+    }
+
+    fn relname(&self) -> &str {
+        &self.loader.spec().relname
+    }
+
+    fn take_skipped(&mut self) -> Vec<u64> {
+        self.loader.take_skipped()
+    }
+
+    fn begin(
+        &mut self,
+    ) -> impl Future<Output = Result<Option<crate::batch::TxStart>, BatchError>> + Send {
+        self.loader.begin()
+    }
+
+    fn attempt(&mut self, batch: &Batch) -> impl Future<Output = Result<u64, BatchError>> + Send {
+        self.loader.attempt(batch)
+    }
+
+    fn attempts(
+        &mut self,
+        batches: &[Batch],
+    ) -> impl Future<Output = Vec<Result<u64, BatchError>>> + Send {
+        self.loader.attempts(batches)
+    }
+
+    fn probe(
+        &mut self,
+        batches: &[Batch],
+    ) -> impl Future<Output = Option<Result<Vec<Option<BatchError>>, BatchError>>> + Send {
+        self.loader.probe(batches)
+    }
+
+    async fn commit(&mut self, xid: Option<crate::batch::TxStart>) -> Result<bool, BatchError> {
+        let e = match self.loader.commit_attempts(xid).await {
+            Ok(committed) => return Ok(committed),
+            Err(e) => e,
+        };
+        settle_lost_commit(self.loader, self.ctx).await.ok_or(e)
+    }
+
+    fn rollback(&mut self) -> impl Future<Output = ()> + Send {
+        self.loader.rollback_attempts()
+    }
+
+    fn load(&mut self, batch: &Batch) -> impl Future<Output = Result<u64, BatchError>> + Send {
+        load_reconnecting(self.loader, self.ctx, batch)
+    }
+}
+
+/// Whether the transaction in doubt committed: `Some(true)` committed,
+/// `Some(false)` aborted (safe to resend), `None` unknown (give up); an
+/// error when the question itself failed (ask again elsewhere).
+/// A dead session's transaction can still show as in progress for a
+/// moment, so that answer is asked again a few times.
+async fn commit_status(
+    client: &tokio_postgres::Client,
+    d: InDoubt,
+) -> Result<Option<bool>, tokio_postgres::Error> {
+    for _ in 0..20 {
+        let row = client
+            .query_one(
+                "SELECT CASE WHEN $1 < txid_snapshot_xmax(txid_current_snapshot()) \
+                 THEN txid_status($1) ELSE 'future' END, \
+                 (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::int8",
+                &[&d.tx.xid],
+            )
+            .await?;
+        let restarted = row.get::<_, Option<i64>>(1) != Some(d.tx.server_started);
+        match (row.get::<_, Option<String>>(0).as_deref(), restarted) {
+            (Some("committed"), false) => return Ok(Some(true)),
+            (Some("committed"), true) => return committed_before_restart(client, d).await,
+            (Some("aborted"), _) => return Ok(Some(false)),
+            // Not handed out (again) since a crash took it back: ours
+            // never committed.
+            (Some("future"), _) => return Ok(Some(false)),
+            // Our session died with the old server: after a restart, a
+            // transaction in progress under our id is a stranger's (ids
+            // that never reached the disk are handed out again), and ours
+            // is lost.
+            (Some("in progress"), true) => return Ok(Some(false)),
+            (Some("in progress"), false) => tokio::time::sleep(Duration::from_millis(100)).await,
+            _ => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+/// After a crash and restart, `committed` under our id is ours only if
+/// the id was handed out before the crash: below the next id of the
+/// checkpoint that ended the crash recovery (written before the server
+/// took connections). When that checkpoint cannot be read (permissions:
+/// `pg_control_checkpoint` is for superusers unless granted) or a later
+/// checkpoint replaced it, nobody can tell: `None`, and the load stops
+/// saying so rather than guess.
+async fn committed_before_restart(
+    client: &tokio_postgres::Client,
+    d: InDoubt,
+) -> Result<Option<bool>, tokio_postgres::Error> {
+    let Ok(row) = client
+        .query_one(
+            "SELECT (pg_control_checkpoint()).next_xid, \
+             extract(epoch FROM (pg_control_checkpoint()).checkpoint_time \
+                     - pg_postmaster_start_time())::float8",
+            &[],
+        )
+        .await
+    else {
+        return Ok(None);
+    };
+    let next: Option<String> = row.get(0);
+    let after_start: Option<f64> = row.get(1);
+    // The end-of-recovery checkpoint comes within moments of the start; a
+    // later one may already hold ids given out after the restart.
+    let (Some(next), Some(after)) = (next.as_deref().and_then(full_xid), after_start) else {
+        return Ok(None);
+    };
+    if !(0.0..30.0).contains(&after) {
+        return Ok(None);
+    }
+    Ok(Some(d.tx.xid < next))
+}
+
+/// `epoch:xid` (as `pg_control_checkpoint` prints `next_xid`) as the
+/// 64-bit id `txid_current()` returns.
+fn full_xid(text: &str) -> Option<i64> {
+    let (epoch, xid) = text.split_once(':')?;
+    Some((epoch.parse::<i64>().ok()? << 32) | xid.parse::<i64>().ok()?)
+}
