@@ -9,10 +9,10 @@
 use std::future::Future;
 use std::time::Duration;
 
-use postgres_openssl::MakeTlsConnector;
 use tokio_postgres::config::{LoadBalanceHosts, SslMode as PgSslMode};
 use tokio_postgres::{Client, Config, NoTls};
 
+use super::connector::Connector;
 use super::explain::{combine, explain, is_socket_error, Failure};
 use super::pgpass::{self, Lookup};
 use super::tap::{Io, TapTls, Tapped, Wire};
@@ -62,7 +62,7 @@ pub(crate) async fn connect_wire(target: &Target) -> Result<(Client, Notices, Wi
 /// (never a password: [`Endpoint::describe`] has none).
 async fn each_host<'a, T, F, Fut>(target: &'a Target, open: F) -> Result<(Client, Notices, T)>
 where
-    F: Fn(&'a Endpoint, Config, Option<MakeTlsConnector>) -> Fut,
+    F: Fn(&'a Endpoint, Config, Option<Connector>) -> Fut,
     Fut: Future<Output = std::result::Result<(Spawnable, T), Failure>>,
 {
     let plan = target.tls.plan()?;
@@ -84,7 +84,7 @@ async fn attempt<'a, T, F, Fut>(
     open: &F,
 ) -> Result<(Client, Notices, T)>
 where
-    F: Fn(&'a Endpoint, Config, Option<MakeTlsConnector>) -> Fut,
+    F: Fn(&'a Endpoint, Config, Option<Connector>) -> Fut,
     Fut: Future<Output = std::result::Result<(Spawnable, T), Failure>>,
 {
     let (config, passfile_note) = config_for(target, ep);
@@ -138,7 +138,7 @@ async fn raw(
     target: &Target,
     ep: &Endpoint,
     config: Config,
-    tls: Option<MakeTlsConnector>,
+    tls: Option<Connector>,
 ) -> std::result::Result<(Spawnable, Wire), Failure> {
     use tokio_postgres::tls::MakeTlsConnect;
     let socket = Tapped::new(

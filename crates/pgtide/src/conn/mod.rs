@@ -34,6 +34,7 @@
 
 mod config;
 mod connect;
+mod connector;
 pub use connect::Notices;
 pub mod env;
 mod explain;

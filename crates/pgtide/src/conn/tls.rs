@@ -27,6 +27,7 @@ use openssl::ssl::{SslConnector, SslFiletype, SslMethod, SslVerifyMode};
 use openssl::x509::store::X509StoreBuilder;
 use postgres_openssl::MakeTlsConnector;
 
+use super::connector::{cached, Connector};
 use crate::{Error, Result};
 
 /// libpq's `sslmode`.
@@ -94,7 +95,7 @@ pub(crate) struct TlsSettings {
 pub(crate) enum Plan {
     Plain,
     Tls {
-        connector: MakeTlsConnector,
+        connector: Connector,
         /// `prefer`: retry without TLS if TLS fails.
         fallback: bool,
     },
@@ -119,9 +120,21 @@ impl TlsSettings {
             return Err(self.missing_root());
         }
         let verify_host = self.mode == SslMode::VerifyFull;
-        let connector = self
-            .connector(root, system, verify_host)
-            .map_err(|e| tls_setup_error(&e))?;
+        let has_cert = self.cert.as_deref().is_some_and(Path::exists);
+        let connector = if root.is_none() && !system && !has_cert {
+            Connector::Unverified(unverified)
+        } else {
+            let key = format!(
+                "{verify_host} {system} {} {} {}",
+                stamp(root),
+                stamp(self.cert.as_deref()),
+                stamp(self.key.as_deref())
+            );
+            Connector::Built(
+                cached(key, || self.connector(root, system, verify_host))
+                    .map_err(|e| tls_setup_error(&e))?,
+            )
+        };
         Ok(Plan::Tls {
             connector,
             fallback: self.mode <= SslMode::Prefer,
@@ -195,6 +208,40 @@ impl TlsSettings {
              sslrootcert=system with sslmode=verify-full to trust the \
              system's roots, or use sslmode=require to skip verification",
         )
+    }
+}
+
+/// The connector of settings without files: no verification, no client
+/// certificate (see `conn::connector`).
+fn unverified() -> std::result::Result<MakeTlsConnector, String> {
+    let none = TlsSettings {
+        mode: SslMode::Require,
+        rootcert: None,
+        cert: None,
+        key: None,
+    };
+    none.connector(None, false, false).map_err(|e| e.0)
+}
+
+/// A file as the connector cache tells versions apart: its path, size,
+/// modification time, inode and mode (a file replaced or re-permissioned
+/// between two connections is checked and loaded again, as libpq does per
+/// connection).
+fn stamp(path: Option<&Path>) -> String {
+    let Some(path) = path else {
+        return "-".into();
+    };
+    match std::fs::metadata(path) {
+        Ok(m) => format!(
+            "{:?}:{}:{}.{}:{}:{:o}",
+            path,
+            m.len(),
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ino(),
+            m.mode()
+        ),
+        Err(_) => format!("{path:?}:absent"),
     }
 }
 
