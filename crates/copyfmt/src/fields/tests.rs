@@ -246,6 +246,20 @@ proptest::proptest! {
     }
 
     #[test]
+    fn next_special_finds_what_a_byte_loop_finds(
+        rec in proptest::collection::vec(proptest::sample::select(b"ab,\"\\\n\r".to_vec()), 0..40),
+        from in 0usize..40,
+        special in proptest::sample::select(vec![*b",\"\n\r", *b"\"\"\"\"", *b"\"\\\"\\", *b",\\\n\r"]),
+    ) {
+        let from = from.min(rec.len());
+        let naive = rec[from..]
+            .iter()
+            .position(|b| special.contains(b))
+            .map_or(rec.len(), |k| from + k);
+        proptest::prop_assert_eq!(next_special(&rec, from, special), naive);
+    }
+
+    #[test]
     fn csv_round_trip(values in values(), style in 0u8..4) {
         let rec = encode_csv(&values, style);
         let d = Dialect::csv();
