@@ -402,6 +402,24 @@ fn special_bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
     })
 }
 
+/// Special bytes between runs of plain bytes, short or up to 300 long: fields long enough
+/// for whole blocks without a special byte, which the scanner steps over
+/// (`quiet_blocks`), in every state a run can start in.
+fn long_fields(segments: usize) -> impl Strategy<Value = Vec<u8>> {
+    let special = prop::sample::select(b"\"\\,\n\r.'\x95\xb1\x8f".to_vec());
+    // Runs of 0-2 put special bytes side by side (a multibyte character
+    // hiding a quote or backslash); the rest are long.
+    let segment = (special, prop_oneof![0usize..3, 60usize..300]);
+    prop::collection::vec(segment, 0..segments).prop_map(|segments| {
+        let mut out = Vec::new();
+        for (byte, plain) in segments {
+            out.push(byte);
+            out.resize(out.len() + plain, b'a');
+        }
+        out
+    })
+}
+
 fn dialects() -> impl Strategy<Value = Dialect> {
     let base = prop::sample::select(vec![
         Dialect::text(),
@@ -449,6 +467,25 @@ proptest! {
         prop_assert_eq!(&last, &first);
         let whole = feed_first(&d, &input, &[]);
         prop_assert_eq!(&whole, &first);
+    }
+
+    #[test]
+    fn long_fields_agree_with_reference(d in dialects(), input in long_fields(16),
+                                        raw in prop::collection::vec(any::<usize>(), 0..6)) {
+        let (ends, eod) = reference(&d, &input);
+        let cuts = cuts(input.len(), &raw);
+        let first = feed_first(&d, &input, &cuts);
+        prop_assert_eq!(&first.ends, &ends);
+        prop_assert_eq!(first.eod, eod);
+        let last = feed_last(&d, &input, &cuts, &ends);
+        prop_assert_eq!(&last, &first);
+        let spans: Vec<RecordSpan> = records(&d, &input).collect();
+        let mut start = 0;
+        for (span, &end) in spans.iter().zip(&ends) {
+            prop_assert_eq!((span.start, span.end), (start, end));
+            prop_assert_eq!(span.line, line_breaks(&d, &input, 0, start, Stop::Last));
+            start = end;
+        }
     }
 
     #[test]
