@@ -452,40 +452,52 @@ fn cuts(len: usize, raw: &[usize]) -> Vec<usize> {
     cuts
 }
 
+/// The scanner fed in pieces cut at `raw`, and in one piece, against the
+/// reference.
+fn check_feeds(d: &Dialect, input: &[u8], raw: &[usize]) -> Result<(), TestCaseError> {
+    let (ends, eod) = reference(d, input);
+    let cuts = cuts(input.len(), raw);
+    let first = feed_first(d, input, &cuts);
+    prop_assert_eq!(&first.ends, &ends);
+    prop_assert_eq!(first.eod, eod);
+    let last = feed_last(d, input, &cuts, &ends);
+    prop_assert_eq!(&last, &first);
+    let whole = feed_first(d, input, &[]);
+    prop_assert_eq!(&whole, &first);
+    Ok(())
+}
+
+/// [`records`] against the reference: spans, line numbers, and the tail.
+fn check_records(d: &Dialect, input: &[u8]) -> Result<(), TestCaseError> {
+    let (ends, eod) = reference(d, input);
+    let spans: Vec<RecordSpan> = records(d, input).collect();
+    let mut start = 0;
+    for (span, &end) in spans.iter().zip(&ends) {
+        prop_assert_eq!((span.start, span.end), (start, end));
+        prop_assert_eq!(span.line, line_breaks(d, input, 0, start, Stop::Last));
+        start = end;
+    }
+    let last = ends.last().copied().unwrap_or(0);
+    let rest = &input[last..];
+    let tail = !(eod || rest.is_empty());
+    prop_assert_eq!(spans.len(), ends.len() + usize::from(tail));
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
     #[test]
     fn agrees_with_reference(d in dialects(), input in special_bytes(300),
                              raw in prop::collection::vec(any::<usize>(), 0..6)) {
-        let (ends, eod) = reference(&d, &input);
-        let cuts = cuts(input.len(), &raw);
-        let first = feed_first(&d, &input, &cuts);
-        prop_assert_eq!(&first.ends, &ends);
-        prop_assert_eq!(first.eod, eod);
-        let last = feed_last(&d, &input, &cuts, &ends);
-        prop_assert_eq!(&last, &first);
-        let whole = feed_first(&d, &input, &[]);
-        prop_assert_eq!(&whole, &first);
+        check_feeds(&d, &input, &raw)?;
     }
 
     #[test]
     fn long_fields_agree_with_reference(d in dialects(), input in long_fields(16),
                                         raw in prop::collection::vec(any::<usize>(), 0..6)) {
-        let (ends, eod) = reference(&d, &input);
-        let cuts = cuts(input.len(), &raw);
-        let first = feed_first(&d, &input, &cuts);
-        prop_assert_eq!(&first.ends, &ends);
-        prop_assert_eq!(first.eod, eod);
-        let last = feed_last(&d, &input, &cuts, &ends);
-        prop_assert_eq!(&last, &first);
-        let spans: Vec<RecordSpan> = records(&d, &input).collect();
-        let mut start = 0;
-        for (span, &end) in spans.iter().zip(&ends) {
-            prop_assert_eq!((span.start, span.end), (start, end));
-            prop_assert_eq!(span.line, line_breaks(&d, &input, 0, start, Stop::Last));
-            start = end;
-        }
+        check_feeds(&d, &input, &raw)?;
+        check_records(&d, &input)?;
     }
 
     #[test]
@@ -498,18 +510,7 @@ proptest! {
 
     #[test]
     fn records_agree_with_scanner(d in dialects(), input in special_bytes(200)) {
-        let (ends, eod) = reference(&d, &input);
-        let spans: Vec<RecordSpan> = records(&d, &input).collect();
-        let mut start = 0;
-        for (span, &end) in spans.iter().zip(&ends) {
-            prop_assert_eq!((span.start, span.end), (start, end));
-            prop_assert_eq!(span.line, line_breaks(&d, &input, 0, start, Stop::Last));
-            start = end;
-        }
-        let last = ends.last().copied().unwrap_or(0);
-        let rest = &input[last..];
-        let tail = !(eod || rest.is_empty());
-        prop_assert_eq!(spans.len(), ends.len() + usize::from(tail));
+        check_records(&d, &input)?;
     }
 
     #[test]
