@@ -497,3 +497,50 @@ async fn partial_chunks_and_truncate() {
         .get(0);
     assert_eq!(n as u64, r.rows_read + r.rows_resumed);
 }
+
+/// `--resume --force` starts the reject file over, and writes its log as
+/// appended runs do (`run`, `end`): the next run reads it, so a row
+/// rejected by the forced run is neither tried nor written again.
+#[tokio::test]
+async fn a_forced_reject_file_is_read_by_the_next_run() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute("CREATE TABLE f (a int, b text)")
+        .await
+        .unwrap();
+    let path = db.file(b"1,a\nx,b\n3,c\n", Compress::None);
+    let dir = tempfile::tempdir().unwrap();
+    let rejects = dir.path().join("f.rejects");
+    std::fs::write(&rejects, "an older load's rejects\n").unwrap();
+    let mut o = LoadOptions::new(
+        vec![path.to_str().unwrap().into()],
+        QualifiedName::parse("f").unwrap(),
+        CopyFormat::Csv,
+    );
+    o.resume = Some(ResumeMode::Edges);
+    o.rejects = Some(rejects.clone());
+    o.overwrite_rejects = true;
+    let r = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+        .await
+        .unwrap();
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!((r.rows_loaded, r.rows_rejected), (2, 1));
+    let log = std::fs::read_to_string(format!("{}.log", rejects.display())).unwrap();
+    assert!(
+        log.contains("\"run\":") && log.contains("\"end\":4"),
+        "{log}"
+    );
+
+    o.overwrite_rejects = false;
+    let r = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+        .await
+        .unwrap();
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!((r.rows_read, r.rows_rejected), (0, 0), "{:?}", r.notes);
+    assert!(
+        r.notes.iter().any(|n| n.contains("already complete")),
+        "{:?}",
+        r.notes
+    );
+    assert_eq!(std::fs::read_to_string(&rejects).unwrap(), "x,b\n");
+}

@@ -190,7 +190,10 @@ async fn start_writing(
     if let Some(path) = &plan.rejects {
         let mut file = match (&plan.resume, &plan.earlier_rejects) {
             (Some(r), Some(earlier)) => RejectFile::append(path, earlier, r.run.clone())?,
-            _ => RejectFile::create(path, plan.overwrite_rejects)?,
+            (Some(r), None) => {
+                RejectFile::create(path, plan.overwrite_rejects)?.resumed_by(r.run.clone())
+            }
+            (None, _) => RejectFile::create(path, plan.overwrite_rejects)?,
         };
         file.set_framing(header, binary);
         shared.lock().expect("worker state").rejects = Some(file);

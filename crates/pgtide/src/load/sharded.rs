@@ -353,12 +353,14 @@ pub async fn run(
     // After every server answered: a load that cannot start leaves no
     // reject file behind.
     let resume = resume::prepare(opts, table, columns, &servers, first_clients).await?;
-    let appended = resume
-        .as_ref()
-        .and_then(|r| Some((r.earlier.as_ref()?, r.resume.run.clone())));
-    let reject_file = match (&opts.rejects, appended) {
-        (Some(path), Some((earlier, run))) => Some(RejectFile::append(path, earlier, run)?),
-        (Some(path), _) => Some(RejectFile::create(path, opts.overwrite_rejects)?),
+    let reject_file = match (&opts.rejects, &resume) {
+        (Some(path), Some(r)) => Some(match &r.earlier {
+            Some(earlier) => RejectFile::append(path, earlier, r.resume.run.clone())?,
+            None => {
+                RejectFile::create(path, opts.overwrite_rejects)?.resumed_by(r.resume.run.clone())
+            }
+        }),
+        (Some(path), None) => Some(RejectFile::create(path, opts.overwrite_rejects)?),
         (None, _) => None,
     };
     let n_servers = servers.len();

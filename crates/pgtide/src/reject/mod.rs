@@ -222,6 +222,19 @@ impl RejectFile {
         })
     }
 
+    /// A file made by [`RejectFile::create`] for a `--resume` load that
+    /// starts it over (`--force`): its log lines name `run` and where each
+    /// row ends, as appended ones do, so that the next run reads them.
+    pub fn resumed_by(mut self, run: Arc<str>) -> RejectFile {
+        self.resumed = Some(Resumed {
+            run,
+            earlier_rows: 0,
+            rows_len: 0,
+            log: Vec::new(),
+        });
+        self
+    }
+
     /// Removes the reject file and its log, for a load that stopped before
     /// it could write anything into them.
     pub fn discard(self) {
