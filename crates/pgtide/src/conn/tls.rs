@@ -102,7 +102,10 @@ pub(crate) enum Plan {
 }
 
 impl TlsSettings {
-    /// Builds the connector, checking the files the mode needs.
+    /// Chooses the connector, checking the files the mode needs: built
+    /// now (or taken from the process' cache) when there are files to
+    /// load, built on first use of TLS when there are none
+    /// (`conn::connector`).
     pub(crate) fn plan(&self) -> Result<Plan> {
         if self.mode == SslMode::Disable {
             return Ok(Plan::Plain);
@@ -224,7 +227,7 @@ fn unverified() -> std::result::Result<MakeTlsConnector, String> {
 }
 
 /// A file as the connector cache tells versions apart: its path, size,
-/// modification time, inode and mode (a file replaced or re-permissioned
+/// modification time, inode, mode and owner (a file replaced or re-permissioned
 /// between two connections is checked and loaded again, as libpq does per
 /// connection).
 fn stamp(path: Option<&Path>) -> String {
@@ -233,13 +236,14 @@ fn stamp(path: Option<&Path>) -> String {
     };
     match std::fs::metadata(path) {
         Ok(m) => format!(
-            "{:?}:{}:{}.{}:{}:{:o}",
+            "{:?}:{}:{}.{}:{}:{:o}:{}",
             path,
             m.len(),
             m.mtime(),
             m.mtime_nsec(),
             m.ino(),
-            m.mode()
+            m.mode(),
+            m.uid()
         ),
         Err(_) => format!("{path:?}:absent"),
     }
