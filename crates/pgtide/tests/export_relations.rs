@@ -13,17 +13,21 @@ use pgtide::ident::QualifiedName;
 use pgtide::progress::Progress;
 use support::Db;
 
-async fn export(db: &Db, table: &str, workers: usize, path: &std::path::Path) -> u64 {
+async fn export(
+    db: &Db,
+    table: &str,
+    workers: usize,
+    path: &std::path::Path,
+) -> export::ExportReport {
     let mut o = ExportOptions::new(
         What::Table(QualifiedName::parse(table).unwrap()),
         path.display().to_string(),
         CopyFormat::Text,
     );
     o.workers = workers;
-    let r = export::run(&db.target, &o, Arc::new(Progress::new(workers)))
+    export::run(&db.target, &o, Arc::new(Progress::new(workers)))
         .await
-        .unwrap();
-    r.rows
+        .unwrap()
 }
 
 /// The server's own `COPY table TO STDOUT`, as psql's `\copy table TO`.
@@ -55,7 +59,7 @@ async fn an_inheritance_parent_exports_its_own_rows_as_copy_does() {
     for workers in [1, 3] {
         let path = dir.path().join(format!("p{workers}"));
         assert_eq!(
-            export(&db, "parent", workers, &path).await,
+            export(&db, "parent", workers, &path).await.rows,
             3000,
             "{workers}"
         );
@@ -84,7 +88,8 @@ async fn a_materialized_view_exports_with_several_workers() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mv");
-    assert_eq!(export(&db, "mv", 2, &path).await, 20000);
+    let r = export(&db, "mv", 2, &path).await;
+    assert_eq!((r.rows, r.workers), (20000, 2), "{:?}", r.notes);
     let text = std::fs::read_to_string(&path).unwrap();
     assert_eq!(text.lines().count(), 20000);
 }
