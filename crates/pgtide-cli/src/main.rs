@@ -31,8 +31,8 @@ fn main() -> ExitCode {
     // A panic is a bug in pgtide; even then the user gets one `error:` line
     // and a hint, not a backtrace.
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("error: pgtide hit an internal bug: {info}");
-        eprintln!("hint: please report it with the command line that caused it");
+        errln!("error: pgtide hit an internal bug: {info}");
+        errln!("hint: please report it with the command line that caused it");
     }));
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

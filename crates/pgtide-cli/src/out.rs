@@ -15,6 +15,16 @@ macro_rules! outln {
     };
 }
 
+/// `eprintln!` that never panics: with stderr closed (`2>&1 | head -1`)
+/// the line is dropped and the command still ends with its own exit code
+/// (`eprintln!` panicked there, and the panic hook's own `eprintln!`
+/// made it an abort, exit 134).
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::out::err_line(format_args!($($arg)*))
+    };
+}
+
 /// Writes one line to stdout. A closed pipe is not an error worth a
 /// word; any other failure (a full disk behind `>`) is said on stderr.
 pub(crate) fn line(args: std::fmt::Arguments<'_>) {
@@ -26,8 +36,19 @@ pub(crate) fn line(args: std::fmt::Arguments<'_>) {
         .and_then(|()| out.flush());
     match written {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            eprintln!("warning: cannot write to stdout: {e}");
+            errln!("warning: cannot write to stdout: {e}");
         }
         _ => {}
     }
+}
+
+/// Writes one line to stderr; any failure is ignored (there is nowhere
+/// left to say it).
+pub(crate) fn err_line(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = err
+        .write_fmt(args)
+        .and_then(|()| err.write_all(b"\n"))
+        .and_then(|()| err.flush());
 }

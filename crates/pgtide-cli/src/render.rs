@@ -9,15 +9,15 @@ pub fn error(e: &pgtide::Error) {
         .sqlstate()
         .map(|c| format!(" (SQLSTATE {c})"))
         .unwrap_or_default();
-    eprintln!("error: {}{code}", e.message());
+    errln!("error: {}{code}", e.message());
     if let Some(h) = e.hint() {
-        eprintln!("hint: {h}");
+        errln!("hint: {h}");
     }
 }
 
 /// The first Ctrl-C: say what happens now, and how to abort at once.
 pub fn stopping() {
-    eprintln!(
+    errln!(
         "\npgtide: stopping: no new chunk will start; chunks in progress commit or roll back \
          (Ctrl-C again to abort at once)"
     );
@@ -192,7 +192,7 @@ pub fn export_summary(r: &pgtide::export::ExportReport, json: bool) {
         s
     };
     if r.output == "-" {
-        eprintln!("{text}");
+        errln!("{text}");
     } else {
         outln!("{text}");
     }

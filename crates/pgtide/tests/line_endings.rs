@@ -477,3 +477,32 @@ async fn sjis_characters_holding_a_backslash_byte_do_not_join_rows() {
         }
     }
 }
+
+/// The reject file keeps each rejected record's bytes as they were: in a
+/// lone-`\r` file a record ends with `\r`, and no `\n` is added after it
+/// (one was, making `\r\n` lines); only a last record without any line
+/// break gets one.
+#[tokio::test]
+async fn rejected_lone_cr_records_keep_their_line_breaks() {
+    let db = Db::start().await;
+    new_table(&db, "rc").await;
+    for (data, want) in [
+        (&b"1,a\rx,b\r3,c\ry,d\r"[..], &b"x,b\ry,d\r"[..]),
+        (&b"1,a\nx,b\n3,c\ny,d"[..], &b"x,b\ny,d\n"[..]),
+    ] {
+        let file = db.file(data, Compress::None);
+        let dir = tempfile::tempdir().unwrap();
+        let rejects = dir.path().join("r.csv");
+        let mut o = LoadOptions::new(
+            vec![file.to_string_lossy().into_owned()],
+            QualifiedName::parse("rc").unwrap(),
+            CopyFormat::Csv,
+        );
+        o.rejects = Some(rejects.clone());
+        let r = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+            .await
+            .unwrap();
+        assert_eq!((r.rows_loaded, r.rows_rejected), (2, 2), "{data:?}");
+        assert_eq!(std::fs::read(&rejects).unwrap(), want, "{data:?}");
+    }
+}

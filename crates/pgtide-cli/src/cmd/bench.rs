@@ -147,7 +147,7 @@ pub async fn run(a: BenchArgs) -> pgtide::Result<u8> {
 
 /// Announces `spec`, runs it against each `--db`, and reports.
 async fn scenario<S: Scenario>(spec: S, common: &BenchCommonArgs) -> pgtide::Result<u8> {
-    eprintln!("{}", spec.announce());
+    errln!("{}", spec.announce());
     let spec = &spec;
     let results = each_server(
         &common.db,
@@ -170,14 +170,14 @@ async fn bench_load(l: BenchLoadArgs) -> pgtide::Result<u8> {
         workers: l.workers,
         dir: dir_or_default(l.dir)?,
     };
-    eprintln!(
+    errln!(
         "pgtide bench load: scale {}, {} runs each, data in {}",
         spec.scale,
         spec.runs,
         spec.dir.display()
     );
     let results = load::run(&target, &spec, |m: &Measurement| {
-        eprintln!(
+        errln!(
             "  {:<10} {:<22} median {:.3} s {}",
             m.dataset,
             m.contender,
@@ -186,10 +186,10 @@ async fn bench_load(l: BenchLoadArgs) -> pgtide::Result<u8> {
         )
     })
     .await?;
-    println!("Reference: {}\n", load::SERVER_COPY);
-    println!("{}", table(&results, load::SERVER_COPY));
-    println!("Against psql:\n");
-    println!("{}", table(&results, load::PSQL_COPY));
+    outln!("Reference: {}\n", load::SERVER_COPY);
+    outln!("{}", table(&results, load::SERVER_COPY));
+    outln!("Against psql:\n");
+    outln!("{}", table(&results, load::PSQL_COPY));
     if let Some(path) = l.json {
         let json = serde_json::to_string_pretty(&results).unwrap_or_default();
         write(&path, &json)?;
@@ -233,11 +233,13 @@ fn progress(m: &Measurement) {
         Unit::RowsPerMin => format!("median {:.2}M rows/min", m.median() / 1e6),
     };
     match &m.skipped {
-        Some(why) => eprintln!(
+        Some(why) => errln!(
             "  {} | {} | {}: skipped: {why}",
-            m.dataset, m.server, m.contender
+            m.dataset,
+            m.server,
+            m.contender
         ),
-        None => eprintln!("  {} | {} | {}: {value}", m.dataset, m.server, m.contender),
+        None => errln!("  {} | {} | {}: {value}", m.dataset, m.server, m.contender),
     }
 }
 
@@ -249,10 +251,10 @@ fn report(
     references: &[&str],
     common: &BenchCommonArgs,
 ) -> pgtide::Result<u8> {
-    println!("## {title}\n");
+    outln!("## {title}\n");
     for reference in references {
-        println!("Reference: {reference}\n");
-        println!("{}", table(results, reference));
+        outln!("Reference: {reference}\n");
+        outln!("{}", table(results, reference));
     }
     if let Some(path) = &common.json {
         let json = serde_json::to_string_pretty(results).unwrap_or_default();

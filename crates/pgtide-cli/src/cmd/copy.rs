@@ -73,10 +73,10 @@ fn summary(r: &TransferReport, json: bool) {
         v["mb_per_sec"] = serde_json::json!(r.mb_per_sec());
         v["ok"] = serde_json::json!(r.failure.is_none());
         v["error"] = serde_json::json!(r.failure.as_ref().map(|e| e.message().to_owned()));
-        println!("{v}");
+        outln!("{v}");
         return;
     }
-    println!(
+    outln!(
         "copied {} rows in {} table{} in {:.2} s ({:.0} rows/s, {:.1} MB/s, {} worker{}, \
          PostgreSQL {} -> {})",
         thousands(r.rows),
@@ -132,9 +132,9 @@ fn summary(r: &TransferReport, json: bool) {
                 ));
             }
         }
-        println!("{line}");
+        outln!("{line}");
         if r.failure.is_some() && t.ranges_committed < t.ranges {
-            println!(
+            outln!(
                 "    committed {} of {} ranges: {}",
                 t.ranges_committed,
                 t.ranges,
@@ -147,7 +147,7 @@ fn summary(r: &TransferReport, json: bool) {
         }
     }
     if let Some(c) = &r.created {
-        println!(
+        outln!(
             "created {} table{} on the target with {}{}",
             c.tables.len(),
             if c.tables.len() == 1 { "" } else { "s" },
@@ -159,10 +159,10 @@ fn summary(r: &TransferReport, json: bool) {
             }
         );
         if !c.sequences.is_empty() {
-            println!("  sequences set: {}", c.sequences.join(", "));
+            outln!("  sequences set: {}", c.sequences.join(", "));
         }
     }
     for note in &r.notes {
-        println!("note: {note}");
+        outln!("note: {note}");
     }
 }

@@ -16,7 +16,7 @@ pub async fn run(a: DemoArgs) -> pgtide::Result<u8> {
         workers: vec![a.workers.max(1)],
         dir: super::bench::bench_dir()?,
     };
-    eprintln!(
+    errln!(
         "pgtide demo: loading {} rows of t(id int, col2 varchar(32)) with psql \\copy and with pgtide ({} workers)",
         crate::render::thousands(a.rows),
         a.workers
@@ -24,15 +24,15 @@ pub async fn run(a: DemoArgs) -> pgtide::Result<u8> {
     let results = load::run(&target, &spec, |_| {}).await?;
     for m in &results {
         match &m.skipped {
-            Some(why) => println!("{:<24} skipped: {why}", m.contender),
-            None => println!("{:<24} {:.2} s", m.contender, m.median()),
+            Some(why) => outln!("{:<24} skipped: {why}", m.contender),
+            None => outln!("{:<24} {:.2} s", m.contender, m.median()),
         }
     }
     let psql = results.iter().find(|m| m.contender == load::PSQL_COPY);
     let ours = results.iter().find(|m| m.contender.starts_with("pgtide"));
     if let (Some(p), Some(o)) = (psql, ours) {
         if p.skipped.is_none() && o.skipped.is_none() {
-            println!(
+            outln!(
                 "pgtide / psql \\copy time ratio: {:.2}",
                 o.median() / p.median()
             );

@@ -17,16 +17,17 @@ pub async fn run(a: LedgerArgs) -> pgtide::Result<u8> {
                     .map_err(|e| pgtide::Error::bug(e.to_string()))?;
                 super::write_stdout(format!("{text}\n").as_bytes());
             } else if entries.is_empty() {
-                println!("the ledger ({}) is empty", ledger::LEDGER_TABLE);
+                outln!("the ledger ({}) is empty", ledger::LEDGER_TABLE);
             } else {
                 for e in &entries {
                     // Loads routed on the client: entries per server.
                     let marker = e.shard.as_deref().and_then(|m| m.strip_prefix('@'));
                     if let Some(server) = marker {
-                        println!(
+                        outln!(
                             "{} -> {}: routed on the client; server {server} keeps its entries \
                              in its own ledger (list or forget them there with --db)",
-                            e.input, e.table
+                            e.input,
+                            e.table
                         );
                         continue;
                     }
@@ -35,7 +36,7 @@ pub async fn run(a: LedgerArgs) -> pgtide::Result<u8> {
                         .as_deref()
                         .map(|s| format!(" (rows on server {s})"))
                         .unwrap_or_default();
-                    println!(
+                    outln!(
                         "{} -> {}{shard}: {} bytes of {} committed, {} rows, {} ranges, {} runs, \
                          last {}",
                         e.input,
@@ -66,9 +67,9 @@ pub async fn run(a: LedgerArgs) -> pgtide::Result<u8> {
                 elsewhere.extend(ledger::routed_servers(&client, Some(input)).await?);
                 n += ledger::forget(&client, Some(input), table.as_deref()).await?;
             }
-            println!("forgot {n} ledger entries; the rows loaded stay in their tables");
+            outln!("forgot {n} ledger entries; the rows loaded stay in their tables");
             for (input, server) in elsewhere {
-                println!(
+                outln!(
                     "note: {input} was loaded routed on the client: server {server} keeps \
                      its own entries; forget them there too (`pgtide ledger forget {input} \
                      --db` with {server}'s connection), or a later --resume skips the rows \
@@ -79,7 +80,7 @@ pub async fn run(a: LedgerArgs) -> pgtide::Result<u8> {
         LedgerAction::RestoreIndexes { workers } => {
             drop(client);
             let r = pgtide::load::indexes::rebuild(&target, None, workers).await?;
-            println!(
+            outln!(
                 "built {} index{} in {:.2} s{}{}",
                 r.built.len(),
                 if r.built.len() == 1 { "" } else { "es" },

@@ -21,7 +21,7 @@ pub async fn target_or_embedded(db: Option<&str>) -> pgtide::Result<Target> {
     let target = tokio::task::spawn_blocking(cluster::server_target)
         .await
         .map_err(|e| pgtide::Error::bug(format!("embedded server task failed: {e}")))??;
-    eprintln!(
+    errln!(
         "pgtide: no connection configured (no --db, no PG* variables): using the embedded server at {}",
         target.redacted()
     );
@@ -82,7 +82,7 @@ pub fn write_stdout(bytes: &[u8]) {
     let mut out = std::io::stdout().lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            eprintln!("warning: cannot write to stdout: {e}");
+            errln!("warning: cannot write to stdout: {e}");
         }
         _ => {}
     }

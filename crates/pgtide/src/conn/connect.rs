@@ -13,7 +13,7 @@ use tokio_postgres::config::{LoadBalanceHosts, SslMode as PgSslMode};
 use tokio_postgres::{Client, Config, NoTls};
 
 use super::connector::Connector;
-use super::explain::{combine, explain, is_socket_error, Failure};
+use super::explain::{after_tls, combine, explain, is_socket_error, Failure};
 use super::pgpass::{self, Lookup};
 use super::tap::{Io, TapTls, Tapped, Wire};
 use super::tls::Plan;
@@ -95,6 +95,9 @@ where
     // libpq ignores sslmode on unix sockets, and the server refuses TLS
     // there: a local connection is already private.
     let socket = ep.host.starts_with('/');
+    // `prefer`: why TLS failed, when the plain attempt after it fails too
+    // (libpq reports both; the second alone hides a certificate problem).
+    let mut tls_failed = None;
     let result = match plan {
         _ if socket => plain(config.clone()).await,
         Plan::Plain => plain(config.clone()).await,
@@ -111,7 +114,11 @@ where
             let tls = within(target, open(ep, c, Some(connector.clone()))).await;
             match tls {
                 Err(Failure::Pg(e)) if *fallback && !is_socket_error(&e) => {
-                    plain(config.clone()).await
+                    let plain = plain(config.clone()).await;
+                    if plain.is_err() {
+                        tls_failed = Some(Failure::Pg(e));
+                    }
+                    plain
                 }
                 other => other,
             }
@@ -126,7 +133,13 @@ where
             });
             Ok((client, notices, built))
         }
-        Err(f) => Err(explain(target, ep, f, passfile_note.as_deref())),
+        Err(f) => {
+            let err = explain(target, ep, f, passfile_note.as_deref());
+            Err(match tls_failed {
+                Some(t) => after_tls(err, explain(target, ep, t, None)),
+                None => err,
+            })
+        }
     }
 }
 

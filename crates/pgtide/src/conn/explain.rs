@@ -93,6 +93,24 @@ pub(super) fn explain(
     err.with_hint(hint).with_source(e)
 }
 
+/// `plain`, the failure of a plain connection tried after TLS failed
+/// (`sslmode=prefer`), with `tls`, why TLS failed, in front, as libpq
+/// reports both; the hints of both, since either may be the cause.
+pub(super) fn after_tls(plain: Error, tls: Error) -> Error {
+    let mut err = Error::new(
+        plain.kind(),
+        format!("{}; then, without TLS: {}", tls.message(), plain.message()),
+    );
+    if let Some(code) = plain.sqlstate() {
+        err = err.with_sqlstate(code);
+    }
+    match (tls.hint(), plain.hint()) {
+        (Some(t), Some(p)) => err.with_hint(format!("{t}; without TLS: {p}")),
+        (Some(h), None) | (None, Some(h)) => err.with_hint(h),
+        (None, None) => err,
+    }
+}
+
 fn hint(
     target: &Target,
     ep: &Endpoint,

@@ -327,9 +327,10 @@ impl RejectFile {
         }
         self.rows.write_all(&r.raw).map_err(|e| self.io_error(e))?;
         self.grow(r.raw.len());
-        // A last row without its newline gets one, so that rows written
-        // after it stay separate rows.
-        if self.epilogue.is_none() && !r.raw.ends_with(b"\n") {
+        // A last row without its line break gets one, so that rows written
+        // after it stay separate rows. A row that ends with `\r` has one:
+        // the input's style is a lone carriage return.
+        if self.epilogue.is_none() && !r.raw.ends_with(b"\n") && !r.raw.ends_with(b"\r") {
             self.rows.write_all(b"\n").map_err(|e| self.io_error(e))?;
             self.grow(1);
         }

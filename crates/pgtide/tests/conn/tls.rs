@@ -242,3 +242,33 @@ async fn client_certificates_are_sent() {
     assert_eq!(err.kind(), ErrorKind::Config);
     assert!(err.message().contains("group or world access"), "{err:?}");
 }
+
+/// `sslmode=prefer` against a server that refuses plain connections: when
+/// TLS fails (here: verification), the plain attempt after it is refused
+/// too, and the error says both, as libpq does; the second alone named
+/// pg_hba.conf and hid the certificate problem.
+#[tokio::test]
+async fn prefer_says_why_tls_failed_when_plain_is_refused_too() {
+    let certs = Certs::generate();
+    let cluster = ssl_cluster(&certs, vec![]);
+    let hba = cluster.data_dir().join("pg_hba.conf");
+    let rules = std::fs::read_to_string(&hba).unwrap();
+    std::fs::write(&hba, format!("hostnossl all all all reject\n{rules}")).unwrap();
+    let admin = cluster.target().connect().await.unwrap();
+    admin
+        .batch_execute("SELECT pg_reload_conf()")
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let wrong = format!("sslrootcert={}", certs.path("wrong-ca.crt").display());
+    let extra = format!("sslmode=prefer {wrong}");
+    let e = ssl_in_use(&cluster, &extra, &Env::empty())
+        .await
+        .expect_err("TLS fails verification, plain is refused");
+    assert!(
+        e.message().contains("certificate verify failed") && e.message().contains("without TLS"),
+        "{e:?}"
+    );
+    assert!(e.hint().is_some_and(|h| h.contains("sslrootcert")), "{e:?}");
+    check(&cluster, "sslmode=require", &Env::empty(), Want::Tls).await;
+}
