@@ -6,20 +6,26 @@ use std::process::{Command, Output, Stdio};
 
 use crate::common::{cluster, pgtide, psql, text};
 
-/// Runs pgtide with its stdout a pipe nobody reads (`pgtide ... | head`
-/// after head exited).
-fn pgtide_closed_stdout(args: &[&str], envs: &[(&str, &std::path::Path)]) -> Output {
+/// A pipe nobody reads (`pgtide ... | head` after head exited).
+fn closed_pipe() -> Stdio {
     // A socket pair with one end closed fails writes with EPIPE, as a
     // pipe does (std::io::pipe is newer than the workspace's MSRV).
     let (writer, reader) = std::os::unix::net::UnixStream::pair().unwrap();
     drop(reader);
-    let writer = Stdio::from(std::os::fd::OwnedFd::from(writer));
+    Stdio::from(std::os::fd::OwnedFd::from(writer))
+}
+
+/// Runs pgtide with its stdout a closed pipe.
+fn pgtide_closed_stdout(args: &[&str], envs: &[(&str, &std::path::Path)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_pgtide"));
     c.args(args).env_remove("PGHOST").stdin(Stdio::null());
     for (k, v) in envs {
         c.env(k, v);
     }
-    c.stdout(writer).stderr(Stdio::piped()).output().unwrap()
+    c.stdout(closed_pipe())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -44,6 +50,17 @@ fn huge_numbers_and_a_closed_stdout_end_cleanly_without_a_server() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stderr), "", "quiet on a closed stdout");
+    // A closed stderr (`2>&1 | head -1`): the error cannot be said, and
+    // the exit code is still the error's (it was 134, an abort).
+    let status = Command::new(env!("CARGO_BIN_EXE_pgtide"))
+        .args(["load", "/nonexistent/in.csv", "--table", "t"])
+        .env("PGTIDE_SERVER_DIR", server.as_path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(closed_pipe())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(2), "closed stderr");
 }
 
 #[test]
