@@ -278,8 +278,7 @@ fn line_end(
 /// bytes, then the fourth only before the first hit (it is a carriage
 /// return, which is rare, or repeats one of the three). A byte loop made
 /// field splitting a third of a binary load's client CPU on the seed's
-/// 1.2 KB text fields (docs/benchmarks.md, "binary: where the client's
-/// time goes").
+/// 1.2 KB text fields (docs/benchmarks.md, "the client's CPU").
 fn next_special(rec: &[u8], from: usize, special: [u8; 4]) -> usize {
     let hay = &rec[from..];
     let [a, b, c, d] = special;
