@@ -36,19 +36,23 @@ pub struct RowFailure {
 
 impl RowFailure {
     /// The failure of record `index` (0-based, in the chunk) whose bytes
-    /// are `span` of `chunk.data`, from the server's error.
+    /// are `span` of `chunk.data`, from the server's error. `params` names
+    /// the columns bound as parameters, for the INSERT methods
+    /// (`LoaderSpec::parameter_columns`).
     pub fn new(
         chunk: &Chunk,
         index: u64,
         span: &RecordSpan,
         relname: &str,
+        params: &[String],
         err: &tokio_postgres::Error,
     ) -> RowFailure {
         let db = err.as_db_error();
-        let column = db
-            .and_then(|d| d.where_())
+        let context = db.and_then(|d| d.where_());
+        let column = context
             .and_then(|w| parse_context(w, relname))
             .and_then(|(_, c)| c)
+            .or_else(|| context.and_then(|w| parameter_column(w, params)))
             .or_else(|| db.and_then(|d| d.column()).map(str::to_owned));
         RowFailure {
             input: chunk.input.to_string(),
@@ -104,12 +108,12 @@ impl RowFailure {
         chunk: &Chunk,
         dialect: &Dialect,
         index: u64,
-        relname: &str,
+        (relname, params): (&str, &[String]),
         err: &tokio_postgres::Error,
     ) -> Option<RowFailure> {
         let span = scan::records_with(dialect, chunk.eol, &chunk.data)
             .nth(usize::try_from(index).ok()?)?;
-        Some(RowFailure::new(chunk, index, &span, relname, err))
+        Some(RowFailure::new(chunk, index, &span, relname, params, err))
     }
 }
 
@@ -128,6 +132,29 @@ pub(crate) fn parse_context(context: &str, relname: &str) -> Option<(u64, Option
     Some((line, column))
 }
 
+/// The column of a parameter that failed to convert, from the context of
+/// a Bind (`unnamed portal parameter $3`, with ` = '...'` when the server
+/// logs values): the `$k` (the words may be translated, the `$` and digits
+/// are not) names `params[(k - 1) % params.len()]`, since each row binds
+/// the same columns in order. Only a one-line context of that shape: a
+/// trigger's context (`SQL statement "... $1"` and the function's line)
+/// names no column of the row.
+fn parameter_column(context: &str, params: &[String]) -> Option<String> {
+    let mut lines = context.lines();
+    let line = lines.next()?;
+    if params.is_empty() || lines.next().is_some() {
+        return None;
+    }
+    let (_, after) = line.split_once('$')?;
+    let digits = after.split(|c: char| !c.is_ascii_digit()).next()?;
+    let rest = &after[digits.len()..];
+    if !(rest.is_empty() || rest.starts_with(" = ")) {
+        return None;
+    }
+    let k: usize = digits.parse().ok()?;
+    params.get(k.checked_sub(1)? % params.len()).cloned()
+}
+
 /// The first decimal number in a server's text, and the text after it:
 /// the `line N` of an error context or of ON_ERROR's notice ("skipping
 /// row due to data type incompatibility at line N for column ..."). The
@@ -144,6 +171,29 @@ pub(crate) fn first_number(text: &str) -> Option<(u64, &str)> {
 #[cfg(test)]
 mod tests {
     use super::{first_number, parse_context};
+
+    #[test]
+    fn names_the_column_of_a_bound_parameter() {
+        let params = ["a".to_owned(), "b".to_owned(), "c".to_owned()];
+        let col = |ctx: &str| super::parameter_column(ctx, &params);
+        assert_eq!(col("unnamed portal parameter $2"), Some("b".into()));
+        assert_eq!(col("unnamed portal parameter $3 = '...'"), Some("c".into()));
+        // A multi-row VALUES: $5 is the second row's second column.
+        assert_eq!(
+            col("unbenanntes Portal Parameter $5 = '...'"),
+            Some("b".into())
+        );
+        assert_eq!(col("unnamed portal parameter $0"), None);
+        assert_eq!(
+            col("SQL statement \"SELECT $1\"\nPL/pgSQL function f() line 3"),
+            None
+        );
+        assert_eq!(col("PL/pgSQL function f() line 3 at RAISE"), None);
+        assert_eq!(
+            super::parameter_column("unnamed portal parameter $1", &[]),
+            None
+        );
+    }
 
     #[test]
     fn reads_line_and_column_from_copy_context() {

@@ -505,3 +505,58 @@ async fn pipeline_window_errors_at_every_position() {
         }
     }
 }
+
+/// The INSERT methods' type errors name their column, as COPY's do: the
+/// server names the parameter (`$k`), and each row binds the columns in
+/// order (a multi-row VALUES repeats them).
+#[tokio::test]
+async fn every_method_names_the_column_of_a_type_error() {
+    let db = Db::start().await;
+    let data = b"x,1,abc,2024-01-01\n1,x,abc,2024-01-01\n1,1,abc,2024-02-30\n2,2,ok,2024-01-02\n";
+    let file = db.file(data, support::Compress::None);
+    let dir = tempfile::tempdir().unwrap();
+    let mut columns_of = Vec::new();
+    for method in [
+        Method::Copy,
+        Method::Pipeline,
+        Method::Values,
+        Method::Insert,
+    ] {
+        let table = format!("named_{}", method.name());
+        db.client
+            .batch_execute(&format!(
+                "CREATE TABLE {table} (a int, b int, c varchar(3), d date)"
+            ))
+            .await
+            .unwrap();
+        let rejects = dir.path().join(format!("{table}.rejects"));
+        let mut o = LoadOptions::new(
+            vec![file.to_str().unwrap().into()],
+            QualifiedName::parse(&table).unwrap(),
+            CopyFormat::Csv,
+        );
+        o.method = method;
+        o.rejects = Some(rejects.clone());
+        let r = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+            .await
+            .unwrap();
+        assert_eq!(
+            (r.rows_loaded, r.rows_rejected),
+            (1, 3),
+            "{}",
+            method.name()
+        );
+        let log = std::fs::read_to_string(pgtide::reject::log_path(&rejects)).unwrap();
+        let columns: Vec<String> = log
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v["column"].as_str().unwrap_or("-").to_owned()
+            })
+            .collect();
+        columns_of.push((method.name(), columns));
+    }
+    for (method, columns) in &columns_of {
+        assert_eq!(columns, &["a", "b", "d"], "{method}");
+    }
+}

@@ -201,6 +201,9 @@ impl Resilient for Session<'_> {
     fn relname(&self) -> &str {
         &self.loader.spec().relname
     }
+    fn parameter_columns(&self) -> Vec<String> {
+        self.loader.spec().parameter_columns()
+    }
 
     fn take_skipped(&mut self) -> Vec<u64> {
         self.loader.take_skipped()

@@ -292,6 +292,9 @@ impl Resilient for Nested<'_> {
     fn relname(&self) -> &str {
         &self.loader.spec().relname
     }
+    fn parameter_columns(&self) -> Vec<String> {
+        self.loader.spec().parameter_columns()
+    }
 
     fn take_skipped(&mut self) -> Vec<u64> {
         self.loader.take_skipped()

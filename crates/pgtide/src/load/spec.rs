@@ -113,6 +113,22 @@ pub struct LoaderSpec {
     pub upsert: Option<Arc<super::upsert::Upsert>>,
 }
 
+impl LoaderSpec {
+    /// The columns bound as `$1..$n` for each row of an INSERT method's
+    /// statement, in order (a multi-row VALUES repeats them): a type error
+    /// in a parameter names its `$k` in the error context, and this names
+    /// the column, as COPY's context does. Empty for COPY, and for `--sql`
+    /// (the user's statement uses the parameters as it likes).
+    pub fn parameter_columns(&self) -> Vec<String> {
+        match self.method {
+            Method::Pipeline | Method::Values | Method::Insert if self.setup.sql.is_none() => {
+                self.setup.columns.iter().map(|c| c.name.clone()).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// A text COPY's error, with the record its `line N` designates in `data`.
 pub(super) fn copy_error(
     spec: &LoaderSpec,

@@ -283,9 +283,10 @@ pub(super) fn misfit_line_ending(ctx: &Ctx, chunk: &Chunk, spec: &LoaderSpec) ->
 }
 
 pub(super) fn failed_chunk(chunk: &Chunk, spec: &LoaderSpec, e: BatchError) -> Failed {
-    let row = e
-        .record
-        .and_then(|i| RowFailure::locate(chunk, &spec.dialect, i, &spec.relname, &e.error));
+    let row = e.record.and_then(|i| {
+        let names = (spec.relname.as_str(), spec.parameter_columns());
+        RowFailure::locate(chunk, &spec.dialect, i, (names.0, &names.1), &e.error)
+    });
     let preview = e.record.and_then(|i| {
         let span =
             copyfmt::scan::records_with(&spec.dialect, chunk.eol, &chunk.data).nth(i as usize)?;

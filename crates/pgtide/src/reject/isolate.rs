@@ -160,7 +160,8 @@ fn committed_by_attempt(loader: &impl Resilient, chunk: &Chunk, start: &Start) -
     };
     let dialect = loader.dialect().clone();
     let spans: Vec<RecordSpan> = scan::records_with(&dialect, chunk.eol, &chunk.data).collect();
-    let site = Site::new(chunk, &spans, dialect.format, loader.relname());
+    let params = loader.parameter_columns();
+    let site = Site::new(chunk, &spans, dialect.format, (loader.relname(), &params));
     out.loaded = *rows;
     // The skipped records stay undone: nothing settled them.
     let mut untried = VecDeque::new();
@@ -232,9 +233,10 @@ async fn run(
 ) -> Result<()> {
     let dialect = loader.dialect().clone();
     let relname = loader.relname().to_owned();
+    let params = loader.parameter_columns();
     let spans: Vec<RecordSpan> = scan::records_with(&dialect, chunk.eol, &chunk.data).collect();
     let n = spans.len();
-    let mut site = Site::new(chunk, &spans, dialect.format, &relname);
+    let mut site = Site::new(chunk, &spans, dialect.format, (&relname, &params));
     let mut queue: VecDeque<(usize, usize, Option<BatchError>)> = VecDeque::new();
     // How dirty the chunk looks so far: failed ranges, and how far into
     // the chunk the ranges tried reached (`range_bytes`).

@@ -18,6 +18,11 @@ pub trait Resilient: Send {
     fn dialect(&self) -> &Dialect;
     /// The relation name as the server prints it in error contexts.
     fn relname(&self) -> &str;
+    /// The columns bound as parameters, for an INSERT method's errors
+    /// (`LoaderSpec::parameter_columns`); none for COPY.
+    fn parameter_columns(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Whether a batch may be a new buffer of records that are not
     /// contiguous in the chunk (`reject/site.rs`): not when each batch's
     /// byte range of the input is recorded (`--resume`'s ledger).

@@ -22,6 +22,8 @@ pub(super) struct Site<'a> {
     pub spans: &'a [RecordSpan],
     pub format: Format,
     pub relname: &'a str,
+    /// The columns bound as parameters (`LoaderSpec::parameter_columns`).
+    pub params: &'a [String],
     /// Records already settled and left out of every range sent,
     /// ascending.
     left_out: Vec<usize>,
@@ -32,13 +34,14 @@ impl<'a> Site<'a> {
         chunk: &'a Chunk,
         spans: &'a [RecordSpan],
         format: Format,
-        relname: &'a str,
+        (relname, params): (&'a str, &'a [String]),
     ) -> Self {
         Site {
             chunk,
             spans,
             format,
             relname,
+            params,
             left_out: Vec::new(),
         }
     }
@@ -132,6 +135,7 @@ impl<'a> Site<'a> {
             index as u64,
             &self.spans[index],
             self.relname,
+            self.params,
             &e.error,
         )
     }

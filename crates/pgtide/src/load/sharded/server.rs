@@ -280,7 +280,7 @@ fn refused(
     };
     let span = routed.spans[index as usize];
     let row_fault = crate::error::classify(&e) == crate::error::Class::Row;
-    let row = RowFailure::new(chunk, index, &span, &dest.relname, &e);
+    let row = RowFailure::new(chunk, index, &span, &dest.relname, &[], &e);
     let column = row
         .column
         .as_ref()
