@@ -456,7 +456,9 @@ Methods (--method):
             statement, parameters bound; for poolers that do not pipeline.
   insert    one INSERT per row, each awaited: a baseline, not a choice.
   All methods give the same table as copy, work with --workers and
-  --rejects, and report the failing row.
+  --rejects, and report the failing row; pipeline, values and insert need
+  UTF-8 input (for another --encoding, copy and binary let the server
+  convert).
 
 Exit codes:
   0  every row was loaded
