@@ -457,8 +457,8 @@ Methods (--method):
   insert    one INSERT per row, each awaited: a baseline, not a choice.
   All methods give the same table as copy, work with --workers and
   --rejects, and report the failing row; pipeline, values and insert need
-  UTF-8 input (for another --encoding, copy and binary let the server
-  convert).
+  UTF-8 input (another --encoding goes by copy, binary falling back to it
+  with a note, and the server converts).
 
 Exit codes:
   0  every row was loaded
