@@ -115,7 +115,9 @@ where
             match tls {
                 Err(Failure::Pg(e)) if *fallback && !is_socket_error(&e) => {
                     let plain = plain(config.clone()).await;
-                    if plain.is_err() {
+                    // Only when the server answered the plain attempt: a
+                    // server that is down fails both the same way.
+                    if matches!(&plain, Err(Failure::Pg(p)) if p.as_db_error().is_some()) {
                         tls_failed = Some(Failure::Pg(e));
                     }
                     plain
