@@ -44,6 +44,7 @@ pub fn load_summary(r: &Report, json: bool) {
         v["rows_per_sec"] = serde_json::json!(r.rows_per_sec());
         v["mb_per_sec"] = serde_json::json!(r.mb_per_sec());
         v["ok"] = serde_json::json!(r.failure.is_none());
+        v["rows_not_loaded"] = serde_json::json!(not_loaded(r));
         v["error"] = serde_json::json!(r.failure.as_ref().map(|e| e.message().to_owned()));
         outln!("{v}");
         return;
@@ -149,12 +150,26 @@ fn rows_line(r: &Report) -> String {
         0 => String::new(),
         n => format!(", skipped by the table: {}", thousands(n)),
     };
+    // A stopped load read rows it neither committed nor rejected: say how
+    // many, so that the numbers add up (the `done:` ranges say which).
+    let stopped = match not_loaded(r) {
+        0 => String::new(),
+        n => format!(", not loaded (the load stopped): {}", thousands(n)),
+    };
     format!(
-        "loaded {} rows, rejected {} rows{see}{skipped}, read {} rows",
+        "loaded {} rows, rejected {} rows{see}{skipped}, read {} rows{stopped}",
         thousands(r.rows_loaded),
         thousands(r.rows_rejected),
         thousands(r.rows_read),
     )
+}
+
+/// Rows read but neither loaded, rejected nor skipped by the table: those
+/// of the chunks a stopped load did not commit (0 for a finished load,
+/// where the invariant check makes them add up).
+fn not_loaded(r: &Report) -> u64 {
+    r.rows_read
+        .saturating_sub(r.rows_loaded + r.rows_rejected + r.rows_skipped_by_table)
 }
 
 /// The end-of-export summary: one human line (and notes), or a JSON

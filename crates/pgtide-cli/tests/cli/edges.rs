@@ -173,3 +173,57 @@ fn dir_with(name: &str, bytes: &[u8]) -> tempfile::TempDir {
     std::fs::write(dir.path().join(name), bytes).unwrap();
     dir
 }
+
+/// A load that stops reads rows it neither commits nor rejects: the
+/// summary counts them, so that loaded + rejected + not loaded = read, in
+/// the text line and in `--json`.
+#[test]
+fn a_stopped_load_counts_the_rows_it_did_not_load() {
+    let c = cluster();
+    let db = c.conninfo();
+    psql(&c, "CREATE TABLE stops (id int)");
+    let mut data = String::new();
+    for i in 0..2000 {
+        data.push_str(&format!(
+            "{}\n",
+            if i == 1500 { "x".into() } else { i.to_string() }
+        ));
+    }
+    let input = dir_with("stops.csv", data.as_bytes());
+    let path = input.path().join("stops.csv");
+    let path = path.to_str().unwrap();
+    let args = [
+        "load",
+        path,
+        "--table",
+        "stops",
+        "--db",
+        &db,
+        "--chunk-bytes",
+        "1000",
+    ];
+    let out = pgtide(&args, b"");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let line = stdout.lines().next().unwrap();
+    let numbers: Vec<u64> = line
+        .split(|ch: char| !ch.is_ascii_digit() && ch != ',')
+        .filter_map(|w| w.replace(',', "").parse().ok())
+        .collect();
+    let [loaded, rejected, read, not_loaded] = numbers[..] else {
+        panic!("{line}");
+    };
+    assert!(line.contains("not loaded (the load stopped)"), "{line}");
+    assert_eq!(loaded + rejected + not_loaded, read, "{line}");
+    let loaded_in_table: u64 = psql(&c, "SELECT count(*) FROM stops").parse().unwrap();
+    assert_eq!(loaded, loaded_in_table, "{line}");
+    psql(&c, "TRUNCATE stops");
+    let json = pgtide(&[&args[..], &["--json"]].concat(), b"");
+    let v: serde_json::Value = serde_json::from_str(text(&json.stdout).trim()).unwrap();
+    let n = |k: &str| v[k].as_u64().unwrap();
+    assert_eq!(
+        n("rows_loaded") + n("rows_rejected") + n("rows_not_loaded"),
+        n("rows_read"),
+        "{v}"
+    );
+}
