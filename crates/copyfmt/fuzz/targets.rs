@@ -52,7 +52,8 @@ fn options<const N: usize>(input: &[u8]) -> ([u8; N], &[u8]) {
 
 /// What feeding a scanner produced: record ends (absolute), end of data,
 /// error, pending bytes. (Line counts are per call, so they depend on the
-/// cuts; `tests/scan_split.rs` checks them against a reference.)
+/// cuts; `tests/scan_split.rs` and `tests/scan_props.rs` check them
+/// against a reference.)
 #[derive(Debug, PartialEq, Eq)]
 struct Feed {
     ends: Vec<usize>,

@@ -59,9 +59,10 @@
 //! several GB/s on baseline x86-64 without `unsafe` or `std::arch`.
 //!
 //! If you change a rule, change `Scanner::step` first, then make the fast
-//! path bail out for the new case, and run `tests/scan_split.rs`: its
-//! reference implementation is a direct transcription of PostgreSQL's loop
-//! and the proptests compare the two on inputs full of special bytes.
+//! path bail out for the new case, and run `tests/scan_split.rs` and
+//! `tests/scan_props.rs`: the reference implementation (`tests/common`) is
+//! a direct transcription of PostgreSQL's loop, and the proptests compare
+//! the two on inputs full of special bytes.
 //!
 //! # Semantics that are easy to get wrong
 //!

@@ -1,5 +1,6 @@
 //! Unit tests of the scanner's private pieces; the split-point and
-//! reference-implementation tests are in `tests/scan_split.rs`.
+//! reference-implementation tests are in `tests/scan_split.rs` and
+//! `tests/scan_props.rs`.
 
 use super::textcsv::{eq_mask, escapes, low_bits, prefix_xor, BLOCK};
 use super::*;

@@ -375,3 +375,17 @@ pub fn sample_tuples() -> Vec<Vec<Option<Vec<u8>>>> {
         vec![Some(vec![b'\n'; 300])],
     ]
 }
+
+/// The reference's record ends and end-of-data flag.
+pub fn reference(d: &Dialect, input: &[u8]) -> (Vec<usize>, bool) {
+    let r = reference_full(d, input);
+    (r.ends, r.eod)
+}
+
+pub fn csv_with(quote: u8, escape: u8) -> Dialect {
+    Dialect {
+        quote,
+        escape,
+        ..Dialect::csv()
+    }
+}

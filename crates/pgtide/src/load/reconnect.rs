@@ -18,8 +18,8 @@ use crate::reject::isolate::Resilient;
 /// from [`FIRST_BACKOFF`] up to [`MAX_BACKOFF`]: about a minute in all.
 /// Crash recovery after `kill -9` of a backend or `pg_ctl restart -m
 /// immediate` took 4-9 s on a busy 2-CPU machine (outside testing), more
-/// than the 8 s this once allowed; a failover takes longer still. A dead
-/// server is still reported, a minute later.
+/// than the 8 s this once allowed. A dead server is still reported, a
+/// minute later.
 const RECONNECTS: u32 = 15;
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
