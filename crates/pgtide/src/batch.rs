@@ -6,25 +6,48 @@
 
 use bytes::Bytes;
 
-/// A transaction as the server numbered it: `txid_current()`, and when
-/// the server it ran on started (`pg_postmaster_start_time()`, in
-/// microseconds). A COMMIT whose answer was lost is settled by asking
-/// `txid_status` on a new connection; the start time tells whether the
-/// server crashed and restarted in between, after which a transaction id
-/// that never reached the disk is handed out again and its status may be
-/// a stranger's.
+/// A transaction as the server numbered it: `txid_current()`, and two
+/// marks of the server's life that together tell whether it crashed
+/// before a new connection asks about the transaction. A COMMIT whose
+/// answer was lost is settled by asking `txid_status` on a new connection;
+/// after a crash, a transaction id that never reached the disk is handed
+/// out again and its status may be a stranger's.
+///
+/// `pg_postmaster_start_time()` changes only when the whole server
+/// restarts; a backend that crashes (`kill -9`, a segfault, the OOM
+/// killer) makes the postmaster run crash recovery under the same start
+/// time. The statistics' reset time changes then too: PostgreSQL 15+
+/// discards all statistics after crash recovery (`pg_stat_archiver`, read
+/// by any role). Measured on 15, 17 and 18: a backend's `kill -9` keeps
+/// the start time and moves `stats_reset`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TxStart {
     /// `txid_current()`.
     pub xid: i64,
     /// `pg_postmaster_start_time()` in microseconds since 1970.
     pub server_started: i64,
+    /// `pg_stat_archiver.stats_reset` in microseconds since 1970 (`None`
+    /// when the server does not say).
+    pub stats_reset: Option<i64>,
 }
+
+/// What [`TxStart`] holds after the id, as SQL: two columns that a later
+/// connection reads again ([`SERVER_LIFE_SQL`]) to tell a crash.
+macro_rules! server_life {
+    () => {
+        "(extract(epoch FROM pg_postmaster_start_time()) * 1000000)::int8, \
+         (SELECT (extract(epoch FROM stats_reset) * 1000000)::int8 \
+          FROM pg_catalog.pg_stat_archiver)"
+    };
+}
+
+/// The columns [`TxStart::server_started`] and [`TxStart::stats_reset`]
+/// come from, to read again on another connection.
+pub const SERVER_LIFE_SQL: &str = server_life!();
 
 /// The statement that opens a batch's transaction and reads its
 /// [`TxStart`] in the same round trip.
-pub const BEGIN_SQL: &str = "BEGIN; SELECT txid_current(), \
-     (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::int8";
+pub const BEGIN_SQL: &str = concat!("BEGIN; SELECT txid_current(), ", server_life!());
 
 /// The [`TxStart`] in the answer to [`BEGIN_SQL`].
 pub fn tx_start(messages: &[tokio_postgres::SimpleQueryMessage]) -> Option<TxStart> {
@@ -32,6 +55,7 @@ pub fn tx_start(messages: &[tokio_postgres::SimpleQueryMessage]) -> Option<TxSta
         tokio_postgres::SimpleQueryMessage::Row(r) => Some(TxStart {
             xid: r.get(0)?.parse().ok()?,
             server_started: r.get(1)?.parse().ok()?,
+            stats_reset: r.get(2).and_then(|v| v.parse().ok()),
         }),
         _ => None,
     })

@@ -20,6 +20,7 @@ pub mod infer;
 pub mod load;
 pub mod progress;
 pub mod reject;
+mod settle;
 pub mod shard;
 pub mod snapshot;
 pub mod source;

@@ -16,6 +16,8 @@
 //! One test binary; the tests live by theme under `copy/`, sharing the
 //! helpers below.
 
+#[path = "support/crash.rs"]
+mod crash;
 #[path = "copy/create.rs"]
 mod create;
 #[path = "copy/formats.rs"]

@@ -8,7 +8,9 @@
 //! [`Mark`]). So a range is in the ledger exactly
 //! when its rows are committed: a kill, a lost connection or a crash at
 //! any moment leaves both or neither, and a `COMMIT` whose answer was lost
-//! is settled by `txid_status` for both at once.
+//! is settled by `txid_status` for both at once. After a crash, when the
+//! transaction's id may have been handed out again, the row itself is the
+//! witness ([`Written`], `settle.rs`).
 //!
 //! A row names the input's identity (canonical path, size on disk, a
 //! SHA-256 of its first and last MiB, or of the whole file with
@@ -161,21 +163,58 @@ pub struct Mark {
     first_byte: u64,
 }
 
+/// The ledger row a transaction wrote: it is in the table exactly when
+/// that transaction committed (no run commits a range twice), so it
+/// settles a `COMMIT` whose answer was lost in a crash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    id: Arc<Identity>,
+    run: Arc<str>,
+    range: (u64, u64),
+}
+
+/// Whether the row `w` names is in the ledger, and whether the statement's
+/// snapshot sees transaction `xid` as over: when it does not, the answer
+/// about the row proves nothing yet (a transaction shows as committed in
+/// `txid_status` a moment before new snapshots see its rows).
+pub(crate) async fn witnessed(
+    client: &Client,
+    w: &Written,
+    xid: i64,
+) -> std::result::Result<(bool, bool), tokio_postgres::Error> {
+    let row = client
+        .query_one(
+            "SELECT txid_visible_in_snapshot($1, txid_current_snapshot()), \
+             EXISTS (SELECT FROM pgtide.ledger WHERE input = $2 AND run = $3 \
+                     AND first_byte = $4 AND end_byte = $5)",
+            &[
+                &xid,
+                &w.id.path,
+                &&*w.run,
+                &(w.range.0 as i64),
+                &(w.range.1 as i64),
+            ],
+        )
+        .await?;
+    Ok((row.get(0), row.get(1)))
+}
+
 /// Inserts the ledger row for `batch` in the open transaction (called by
-/// `Loader::load` after the batch's statements, before `COMMIT`). A batch
-/// that is not inside the mark's chunk cannot be placed: nothing is
-/// recorded and the returned error (a bug) stops the load.
+/// `Loader::load` after the batch's statements, before `COMMIT`) and
+/// returns it. A batch that is not inside the mark's chunk cannot be
+/// placed: nothing is recorded and the error returned (a bug) stops the
+/// load.
 pub(super) async fn record(
     client: &Client,
     mark: &Mark,
     batch: &Batch,
     rows: u64,
-) -> std::result::Result<Option<Error>, tokio_postgres::Error> {
+) -> std::result::Result<std::result::Result<Written, Error>, tokio_postgres::Error> {
     let base = mark.origin.as_ptr() as usize;
     let at = (batch.data.as_ptr() as usize).wrapping_sub(base);
     let len = batch.data.len();
     if len == 0 || at > mark.origin.len() || mark.origin.len() - at < len {
-        return Ok(Some(Error::bug(format!(
+        return Ok(Err(Error::bug(format!(
             "{}: a batch of {} records is not inside its chunk; it is committed but not \
              in the ledger, so --resume would load it again",
             mark.id.path, batch.records
@@ -184,7 +223,11 @@ pub(super) async fn record(
     let first = mark.first_byte + at as u64;
     let range = (first, first + len as u64);
     insert(client, &mark.id, &mark.run, range, rows, None).await?;
-    Ok(None)
+    Ok(Ok(Written {
+        id: mark.id.clone(),
+        run: mark.run.clone(),
+        range,
+    }))
 }
 
 /// Inserts one ledger row in the open transaction: `range` of `id`'s

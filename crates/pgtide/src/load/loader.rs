@@ -147,6 +147,9 @@ pub struct Loader {
     /// `--resume`: the chunk being loaded, whose batches each insert
     /// their ledger row before `COMMIT` ([`Loader::set_mark`]).
     mark: Option<ledger::Mark>,
+    /// The last ledger row written in the open transaction (`--resume`):
+    /// the witness of a `COMMIT` in doubt after a crash.
+    written: Option<ledger::Written>,
     /// What the attempts of an open transaction ([`Loader::attempt`])
     /// will add to the counts above if it commits.
     pending: Pending,
@@ -194,6 +197,8 @@ impl Pending {
 pub struct InDoubt {
     /// Its transaction, as the server numbered it.
     pub tx: TxStart,
+    /// The ledger row it wrote (`--resume`), in the table if it committed.
+    pub ledger: Option<ledger::Written>,
     /// Rows it inserted, if it committed.
     pub rows: u64,
     /// Rows the table dropped on purpose, if it committed.
@@ -218,6 +223,7 @@ impl Loader {
             skipped_by_table: 0,
             bug: None,
             mark: None,
+            written: None,
             pending: Pending::default(),
             open: attempts::Open::default(),
             outer: None,
@@ -301,6 +307,7 @@ impl Loader {
     /// Loads `batch` in one transaction; returns the rows inserted.
     pub async fn load(&mut self, batch: &Batch) -> Result<u64, BatchError> {
         self.in_doubt = None;
+        self.written = None;
         self.skipped.clear();
         self.ensure_stage().await?;
         // One round trip: open the transaction and learn its id, which is
@@ -372,8 +379,10 @@ impl Loader {
                         Ok(n) => (n, None),
                         Err(bug) => (0, Some(bug.message().to_owned())),
                     };
+                    let ledger = self.written.take();
                     self.in_doubt = xid.map(|tx| InDoubt {
                         tx,
+                        ledger,
                         rows,
                         skipped_by_table,
                         merged,
@@ -395,8 +404,13 @@ impl Loader {
     async fn run(&mut self, batch: &Batch) -> Result<u64, BatchError> {
         let rows = self.run_method(batch).await?;
         if let Some(mark) = &self.mark {
-            let bug = ledger::record(&self.client, mark, batch, rows).await;
-            self.bug = self.bug.take().or(bug.map_err(BatchError::plain)?);
+            match ledger::record(&self.client, mark, batch, rows)
+                .await
+                .map_err(BatchError::plain)?
+            {
+                Ok(written) => self.written = Some(written),
+                Err(bug) => self.bug = self.bug.take().or(Some(bug)),
+            }
         }
         Ok(rows)
     }

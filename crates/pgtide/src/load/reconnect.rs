@@ -141,13 +141,15 @@ async fn reconnect(loader: &mut Loader, ctx: &Ctx, in_doubt: Option<InDoubt>) ->
     Progress::add(&ctx.progress.reconnects, 1);
     let settled = match in_doubt {
         None => Reconnected::Resend,
-        Some(ref d) => match commit_status(&client, d.clone()).await {
-            Ok(Some(true)) => Reconnected::Committed(d.rows),
-            Ok(Some(false)) => Reconnected::Resend,
-            Ok(None) => Reconnected::Unknown,
-            // The new connection broke too: ask again on the next one.
-            Err(_) => return Reconnected::Failed,
-        },
+        Some(ref d) => {
+            match crate::settle::commit_status(&client, &d.tx, d.ledger.as_ref()).await {
+                Ok(Some(true)) => Reconnected::Committed(d.rows),
+                Ok(Some(false)) => Reconnected::Resend,
+                Ok(None) => Reconnected::Unknown,
+                // The new connection broke too: ask again on the next one.
+                Err(_) => return Reconnected::Failed,
+            }
+        }
     };
     // Rows `ON_ERROR` skipped in a batch that turned out committed still
     // need their verdict.
@@ -174,7 +176,7 @@ async fn replace_discarded(loader: &mut Loader, ctx: &Ctx) {
 /// After a `COMMIT` of [`Loader::commit_attempts`] whose answer was lost
 /// with the connection: a new connection (with backoff) asks the server
 /// what became of the transaction (`txid_status`, guarded against an id
-/// reused after a crash, [`commit_status`]). `Some(true)` committed (the
+/// reused after a crash, `crate::settle`). `Some(true)` committed (the
 /// new loader has counted what the table dropped), `Some(false)` certainly
 /// not, `None` nobody can tell (or no new connection). The loader gets the
 /// new connection whenever one could be made.
@@ -259,86 +261,6 @@ impl Resilient for Session<'_> {
     fn load(&mut self, batch: &Batch) -> impl Future<Output = Result<u64, BatchError>> + Send {
         load_reconnecting(self.loader, self.ctx, batch)
     }
-}
-
-/// Whether the transaction in doubt committed: `Some(true)` committed,
-/// `Some(false)` aborted (safe to resend), `None` unknown (give up); an
-/// error when the question itself failed (ask again elsewhere).
-/// A dead session's transaction can still show as in progress for a
-/// moment, so that answer is asked again a few times.
-async fn commit_status(
-    client: &tokio_postgres::Client,
-    d: InDoubt,
-) -> Result<Option<bool>, tokio_postgres::Error> {
-    for _ in 0..20 {
-        let row = client
-            .query_one(
-                "SELECT CASE WHEN $1 < txid_snapshot_xmax(txid_current_snapshot()) \
-                 THEN txid_status($1) ELSE 'future' END, \
-                 (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::int8",
-                &[&d.tx.xid],
-            )
-            .await?;
-        let restarted = row.get::<_, Option<i64>>(1) != Some(d.tx.server_started);
-        match (row.get::<_, Option<String>>(0).as_deref(), restarted) {
-            (Some("committed"), false) => return Ok(Some(true)),
-            (Some("committed"), true) => return committed_before_restart(client, d).await,
-            (Some("aborted"), _) => return Ok(Some(false)),
-            // Not handed out (again) since a crash took it back: ours
-            // never committed.
-            (Some("future"), _) => return Ok(Some(false)),
-            // Our session died with the old server: after a restart, a
-            // transaction in progress under our id is a stranger's (ids
-            // that never reached the disk are handed out again), and ours
-            // is lost.
-            (Some("in progress"), true) => return Ok(Some(false)),
-            (Some("in progress"), false) => tokio::time::sleep(Duration::from_millis(100)).await,
-            _ => return Ok(None),
-        }
-    }
-    Ok(None)
-}
-
-/// After a crash and restart, `committed` under our id is ours only if
-/// the id was handed out before the crash: below the next id of the
-/// checkpoint that ended the crash recovery (written before the server
-/// took connections). When that checkpoint cannot be read (permissions:
-/// `pg_control_checkpoint` is for superusers unless granted) or a later
-/// checkpoint replaced it, nobody can tell: `None`, and the load stops
-/// saying so rather than guess.
-async fn committed_before_restart(
-    client: &tokio_postgres::Client,
-    d: InDoubt,
-) -> Result<Option<bool>, tokio_postgres::Error> {
-    let Ok(row) = client
-        .query_one(
-            "SELECT (pg_control_checkpoint()).next_xid, \
-             extract(epoch FROM (pg_control_checkpoint()).checkpoint_time \
-                     - pg_postmaster_start_time())::float8",
-            &[],
-        )
-        .await
-    else {
-        return Ok(None);
-    };
-    let next: Option<String> = row.get(0);
-    let after_start: Option<f64> = row.get(1);
-    // The end-of-recovery checkpoint comes within moments of the start; a
-    // later one may already hold ids given out after the restart.
-    let (Some(next), Some(after)) = (next.as_deref().and_then(full_xid), after_start) else {
-        return Ok(None);
-    };
-    if !(0.0..30.0).contains(&after) {
-        return Ok(None);
-    }
-    Ok(Some(d.tx.xid < next))
-}
-
-/// `epoch:xid` (as `pg_control_checkpoint` prints `next_xid`) as the
-/// 64-bit id `txid_current()` returns.
-fn full_xid(text: &str) -> Option<i64> {
-    let (epoch, xid) = text.split_once(':')?;
-    Some((epoch.parse::<i64>().ok()? << 32) | xid.parse::<i64>().ok()?)
 }
 
 #[cfg(test)]

@@ -18,13 +18,15 @@
 //! per job, plus what tokio-postgres buffers per connection.
 //!
 //! A COMMIT without answer (the connection broke) is settled with
-//! `txid_status` on a new connection, so a range is reported committed
-//! exactly when it is.
+//! `txid_status` on a new connection, guarded against a crash that handed
+//! the id out again (`crate::settle`), so a range is reported committed
+//! only when it is.
 
 use bytes::BytesMut;
 use futures_util::SinkExt;
-use tokio_postgres::{Client, SimpleQueryMessage};
+use tokio_postgres::Client;
 
+use crate::batch::{tx_start, TxStart, SERVER_LIFE_SQL};
 use crate::conn::{Target, Wire};
 use crate::copyout::CopyOut;
 use crate::error::{Error, ErrorKind, Result};
@@ -77,7 +79,7 @@ pub async fn run(
     job: &Job,
     progress: &Progress,
 ) -> Result<Done> {
-    let txid = begin(target, &job.begin).await?;
+    let tx = begin(target, &job.begin).await?;
     let copied = match copy(source, target, job, progress).await {
         Ok(c) => c,
         Err(e) => {
@@ -87,7 +89,7 @@ pub async fn run(
     };
     if let Err(e) = target.batch_execute("COMMIT").await {
         let e = Error::from(e);
-        if e.kind() == ErrorKind::ConnectionLost && committed(target_conn, &txid).await {
+        if e.kind() == ErrorKind::ConnectionLost && committed(target_conn, &tx).await {
             return Ok(copied);
         }
         return Err(e);
@@ -95,35 +97,21 @@ pub async fn run(
     Ok(copied)
 }
 
-/// Opens the transaction and returns its txid.
-async fn begin(target: &Client, begin: &str) -> Result<String> {
-    let sql = format!("{begin}; SELECT pg_catalog.txid_current()::text");
-    let msgs = target.simple_query(&sql).await?;
-    msgs.iter()
-        .find_map(|m| match m {
-            SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
-            _ => None,
-        })
+/// Opens the transaction and returns its id and the marks of the
+/// server's life that tell a crash (see [`TxStart`]).
+async fn begin(target: &Client, begin: &str) -> Result<TxStart> {
+    let sql = format!("{begin}; SELECT pg_catalog.txid_current(), {SERVER_LIFE_SQL}");
+    tx_start(&target.simple_query(&sql).await?)
         .ok_or_else(|| Error::bug("txid_current() returned no row"))
 }
 
-/// Whether transaction `txid` committed, asked on a new connection; false
-/// when that cannot be known (then the range is reported not committed,
-/// and the hint says to check).
-async fn committed(target: &Target, txid: &str) -> bool {
-    let Ok(c) = target.connect().await else {
-        return false;
-    };
-    let Ok(id) = txid.parse::<i64>() else {
-        return false;
-    };
-    match c
-        .query_one("SELECT pg_catalog.txid_status($1::int8)", &[&id])
-        .await
-    {
-        Ok(row) => row.get::<_, Option<String>>(0).as_deref() == Some("committed"),
-        Err(_) => false,
-    }
+/// Whether transaction `tx` committed, asked on a new connection
+/// (`crate::settle`, which waits for a server in crash recovery and sees
+/// a crash that handed the id out again); false when that cannot be
+/// known (then the range is reported not committed, and the hint says to
+/// check).
+async fn committed(target: &Target, tx: &TxStart) -> bool {
+    crate::settle::ask(target, tx).await == Some(true)
 }
 
 async fn copy(

@@ -1,6 +1,7 @@
-//! A copy that stops part way: a target backend killed mid-copy, or a
-//! stop request (Ctrl-C). The target then holds exactly the rows of the
-//! ranges the report lists as committed.
+//! A copy that stops part way: a target backend killed mid-copy (also in
+//! `COMMIT`, with its id handed out again by crash recovery), or a stop
+//! request (Ctrl-C). The target then holds exactly the rows of the ranges
+//! the report lists as committed.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -173,4 +174,37 @@ async fn a_stop_request_lets_running_ranges_commit_and_lists_them() {
     )
     .await;
     assert_eq!(ids(&dst.client, "SELECT id FROM s").await, want);
+}
+
+/// The target backend crashes in a range's `COMMIT` and crash recovery
+/// gives the range's transaction id to a stranger who commits: the range
+/// must not be reported copied (before the fix: copied, target empty).
+#[tokio::test]
+async fn a_target_crash_in_commit_is_not_taken_for_a_strangers_commit() {
+    let (src, dst) = pair().await;
+    both(&src, &dst, "CREATE TABLE c (id int)").await;
+    src.client
+        .batch_execute("INSERT INTO c VALUES (1)")
+        .await
+        .unwrap();
+    dst.client
+        .batch_execute(&crate::crash::slow_commit_sql("c"))
+        .await
+        .unwrap();
+    crate::crash::keep_wal_in_buffers(&dst.client).await;
+    let o = TransferOptions::new(names(&["c"]));
+    let copy = {
+        let (from, to) = (src.target.clone(), dst.target.clone());
+        tokio::spawn(async move { transfer::run(&from, &to, &o, Arc::new(Progress::new(1))).await })
+    };
+    let (range_xid, stranger_xid) = crate::crash::crash_in_commit(&dst.client, &dst.target).await;
+    let r = copy.await.unwrap().unwrap();
+    let check = dst.target.connect().await.unwrap();
+    let got = ids(&check, "SELECT id FROM c").await;
+    assert_eq!(got.len() as u64, r.tables[0].rows, "{:?}", r.tables[0]);
+    assert_eq!(r.failure.is_none(), got == [1], "{:?}", r.failure);
+    assert_eq!(
+        stranger_xid, range_xid,
+        "the range's id was handed out again"
+    );
 }

@@ -2,6 +2,8 @@
 //! "same as server-side COPY" check.
 #![allow(dead_code)]
 
+pub mod crash;
+
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;

@@ -58,6 +58,7 @@ impl Loader {
     /// settles a `COMMIT` that gets no answer.
     pub async fn begin(&mut self) -> Result<Option<TxStart>, BatchError> {
         self.in_doubt = None;
+        self.written = None;
         self.pending = Pending::default();
         self.outer = None;
         self.open = Open::Nothing;
@@ -329,8 +330,10 @@ impl Loader {
                 Ok(true)
             }
             Err(error) if crate::error::classify(&error) == crate::error::Class::Connection => {
+                let ledger = self.written.take();
                 self.in_doubt = xid.map(|tx| super::InDoubt {
                     tx,
+                    ledger,
                     rows: 0,
                     skipped_by_table: pending.skipped_by_table,
                     merged: pending.merged,

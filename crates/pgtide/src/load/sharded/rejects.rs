@@ -172,7 +172,7 @@ async fn isolated_part(
     gate: &mut Gate,
 ) -> Result<(super::server::Counts, Vec<Reject>), PartFailed> {
     let label = &s.servers[i].label;
-    let txid = super::server::begin(client)
+    let tx = super::server::begin(client)
         .await
         .map_err(|e| name_server(e, label, None))?;
     let mut counts = Vec::new();
@@ -223,7 +223,7 @@ async fn isolated_part(
         let _ = client.batch_execute("ROLLBACK").await;
         return Err(name_server(e, label, None).into());
     }
-    let counts = commit_part(s, client, i, &txid, chunk, counts).await?;
+    let counts = commit_part(s, client, i, &tx, chunk, counts).await?;
     Ok((counts, rejects))
 }
 

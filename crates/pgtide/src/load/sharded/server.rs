@@ -14,9 +14,10 @@
 //! leaf and server that refused it: the server's `line N` counts lines of
 //! that destination's COPY, which are not the chunk's.
 
-use tokio_postgres::{Client, SimpleQueryMessage};
+use tokio_postgres::Client;
 
 use super::{Dest, Routed, Shared};
+use crate::batch::{tx_start, TxStart, SERVER_LIFE_SQL};
 use crate::chunk::Chunk;
 use crate::error::{Error, ErrorKind, Result};
 use crate::failure::RowFailure;
@@ -74,7 +75,7 @@ pub(super) async fn first_attempt(
         return Ok(Vec::new());
     }
     let label = &s.servers[i].label;
-    let txid = begin(client)
+    let tx = begin(client)
         .await
         .map_err(|e| part_error(e, label, chunk))?;
     let mut counts = Vec::new();
@@ -103,7 +104,7 @@ pub(super) async fn first_attempt(
         let _ = client.batch_execute("ROLLBACK").await;
         return Err(part_error(e, label, chunk).into());
     }
-    commit_part(s, client, i, &txid, chunk, counts).await
+    commit_part(s, client, i, &tx, chunk, counts).await
 }
 
 /// `--resume`: server `i`'s ledger rows for its part of `chunk`, in the
@@ -130,7 +131,7 @@ pub(super) async fn commit_part(
     s: &Shared,
     client: &Client,
     i: usize,
-    txid: &str,
+    tx: &TxStart,
     chunk: &Chunk,
     counts: Counts,
 ) -> std::result::Result<Counts, PartFailed> {
@@ -140,11 +141,11 @@ pub(super) async fn commit_part(
         if e.kind() != ErrorKind::ConnectionLost {
             return Err(part_error(e, label, chunk).into());
         }
-        return match committed(&s.servers[i].target, txid).await {
+        return match committed(&s.servers[i].target, tx).await {
             Some(true) => Ok(counts),
             Some(false) => Err(part_error(e, label, chunk).into()),
             None => Err(PartFailed {
-                error: in_doubt(e, label, txid, chunk),
+                error: in_doubt(e, label, tx.xid, chunk),
                 row: None,
                 in_doubt: true,
                 row_fault: false,
@@ -154,37 +155,23 @@ pub(super) async fn commit_part(
     Ok(counts)
 }
 
-/// Opens the transaction and returns its txid, to settle a COMMIT whose
-/// answer is lost.
-pub(super) async fn begin(client: &Client) -> Result<String> {
-    let msgs = client
-        .simple_query("BEGIN; SELECT pg_catalog.txid_current()::text")
-        .await?;
-    msgs.iter()
-        .find_map(|m| match m {
-            SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
-            _ => None,
-        })
+/// Opens the transaction and returns its id (with the marks of the
+/// server's life that tell a crash), to settle a COMMIT whose answer is
+/// lost.
+pub(super) async fn begin(client: &Client) -> Result<TxStart> {
+    let sql = format!("BEGIN; SELECT pg_catalog.txid_current(), {SERVER_LIFE_SQL}");
+    tx_start(&client.simple_query(&sql).await?)
         .ok_or_else(|| Error::bug("txid_current() returned no row"))
 }
 
-/// Whether `txid` committed, asked on a new connection; `None` when the
-/// server cannot tell (unreachable, or the answer is not a status).
-async fn committed(target: &crate::conn::Target, txid: &str) -> Option<bool> {
-    let c = target.connect().await.ok()?;
-    let id: i64 = txid.parse().ok()?;
-    let row = c
-        .query_one("SELECT pg_catalog.txid_status($1::int8)", &[&id])
-        .await
-        .ok()?;
-    match row.get::<_, Option<String>>(0).as_deref() {
-        Some("committed") => Some(true),
-        Some("aborted") => Some(false),
-        _ => None,
-    }
+/// Whether `tx` committed, asked on a new connection (`crate::settle`,
+/// which waits for a server in crash recovery and sees a crash that
+/// handed the id out again); `None` when nobody can tell.
+async fn committed(target: &crate::conn::Target, tx: &TxStart) -> Option<bool> {
+    crate::settle::ask(target, tx).await
 }
 
-fn in_doubt(e: Error, label: &str, txid: &str, chunk: &Chunk) -> Error {
+fn in_doubt(e: Error, label: &str, txid: i64, chunk: &Chunk) -> Error {
     Error::new(
         ErrorKind::ConnectionLost,
         format!(

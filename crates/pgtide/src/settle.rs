@@ -1,0 +1,210 @@
+//! What became of a transaction whose `COMMIT` got no answer: asked on a
+//! new connection, before anything is sent again. Its own module, used by
+//! `load` (a chunk, `--single-transaction`, a shard's part) and `copy` (a
+//! range), because a wrong answer here is the one way to lose or double
+//! rows without noticing: "committed" counts the rows as there, "not
+//! committed" sends them again.
+//!
+//! `txid_status(xid)` answers, unless the server crashed in between: crash
+//! recovery hands out again every id whose transaction left nothing on
+//! disk, so after a crash "committed" may be a stranger's transaction that
+//! got our id. A crash is seen in the server's start time (a restart) or
+//! in the statistics' reset time (a backend's crash, after which the same
+//! postmaster runs crash recovery; see [`crate::batch::TxStart`]). Then
+//! the transaction's ledger row (`--resume`) is the witness, or else the
+//! checkpoint that ended crash recovery (its next id is the first handed
+//! out after the crash); failing both, nobody can tell and the load stops
+//! saying so rather than guess.
+
+use std::time::Duration;
+
+use tokio_postgres::Client;
+
+use crate::conn::Target;
+
+use crate::batch::{TxStart, SERVER_LIFE_SQL};
+use crate::load::ledger::{self, Written};
+
+/// How often, 100 ms apart, a transaction still in progress is asked
+/// about again: a dead session's transaction can show as in progress for
+/// a moment, and a live one's `COMMIT` may still be on its way.
+const ASKS: u32 = 20;
+
+/// The server's state of the transaction in doubt and of its own life.
+struct Seen {
+    /// `txid_status`, or `future` for an id not handed out (again) yet.
+    status: Option<String>,
+    /// The postmaster started again: every old session is gone.
+    restarted: bool,
+    /// Restarted, or crash recovery ran (or someone reset the archiver's
+    /// statistics, which reads the same and is answered as carefully).
+    crashed: bool,
+    /// When the server's new life began, in seconds since 1970: the new
+    /// start time after a restart, else the statistics' reset time.
+    since: Option<f64>,
+}
+
+async fn see(client: &Client, tx: &TxStart) -> Result<Seen, tokio_postgres::Error> {
+    let sql = format!(
+        "SELECT CASE WHEN $1 < txid_snapshot_xmax(txid_current_snapshot()) \
+         THEN txid_status($1) ELSE 'future' END, {SERVER_LIFE_SQL}"
+    );
+    let row = client.query_one(&sql, &[&tx.xid]).await?;
+    let started: Option<i64> = row.get(1);
+    let stats_reset: Option<i64> = row.get(2);
+    let restarted = started != Some(tx.server_started);
+    let crashed = restarted || stats_reset != tx.stats_reset;
+    let since = if restarted { started } else { stats_reset };
+    Ok(Seen {
+        status: row.get(0),
+        restarted,
+        crashed,
+        since: since.map(|us| us as f64 / 1e6),
+    })
+}
+
+/// Connection attempts of [`ask`], [`FIRST_PAUSE`] apart, doubling up to
+/// [`MAX_PAUSE`]: about half a minute, time for crash recovery (4-9 s on a
+/// busy 2-CPU machine) to end.
+const CONNECTS: u32 = 10;
+const FIRST_PAUSE: Duration = Duration::from_millis(250);
+const MAX_PAUSE: Duration = Duration::from_secs(5);
+
+/// [`commit_status`] on a new connection to `target`, made (and made again
+/// when the question fails) with growing pauses; `None` when no
+/// connection answers. For callers that have no connection of their own
+/// to replace (a copy's range, a shard's part).
+pub(crate) async fn ask(target: &Target, tx: &TxStart) -> Option<bool> {
+    let mut pause = FIRST_PAUSE;
+    for _ in 0..CONNECTS {
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(MAX_PAUSE);
+        let Ok(client) = target.connect().await else {
+            continue;
+        };
+        if let Ok(answer) = commit_status(&client, tx, None).await {
+            return answer;
+        }
+    }
+    None
+}
+
+/// Whether transaction `tx` committed, asked on `client` (a new
+/// connection): `Some(true)` committed, `Some(false)` certainly not (safe
+/// to send again), `None` nobody can tell (stop and say so); an error when
+/// the question itself failed (ask again on the next connection).
+/// `written` is the ledger row the transaction wrote, if any.
+pub(crate) async fn commit_status(
+    client: &Client,
+    tx: &TxStart,
+    written: Option<&Written>,
+) -> Result<Option<bool>, tokio_postgres::Error> {
+    for _ in 0..ASKS {
+        let seen = see(client, tx).await?;
+        match seen.status.as_deref() {
+            Some("committed") if !seen.crashed => return Ok(Some(true)),
+            Some("committed") => match witness(client, tx, written).await? {
+                Some(answer) => return Ok(Some(answer)),
+                None if written.is_some() => {}
+                None => return committed_before_crash(client, tx, seen.since).await,
+            },
+            // Ours committed would read "committed" (its commit record is
+            // on disk, so its id was not handed out again): not ours.
+            Some("aborted") => return Ok(Some(false)),
+            // Not handed out (again) since a crash took it back: ours
+            // never committed.
+            Some("future") => return Ok(Some(false)),
+            // Our session died with the old server: after a restart, a
+            // transaction in progress under our id is a stranger's, and
+            // ours is lost. Without a restart it may still be ours
+            // (statistics reset by hand): wait.
+            Some("in progress") if seen.restarted => return Ok(Some(false)),
+            Some("in progress") => {}
+            _ => return Ok(None),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(None)
+}
+
+/// The transaction's ledger row, when it wrote one: `Some(found)` once the
+/// statement's snapshot sees the transaction under our id as over, `None`
+/// when it wrote none or the snapshot does not see it over yet.
+async fn witness(
+    client: &Client,
+    tx: &TxStart,
+    written: Option<&Written>,
+) -> Result<Option<bool>, tokio_postgres::Error> {
+    let Some(w) = written else {
+        return Ok(None);
+    };
+    match ledger::witnessed(client, w, tx.xid).await {
+        Ok((true, found)) => Ok(Some(found)),
+        Ok((false, _)) => Ok(None),
+        Err(e) if e.as_db_error().is_some() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// After a crash, "committed" under our id is ours only if the id was
+/// handed out before the crash: below the next id of the checkpoint that
+/// ended crash recovery, which the server writes before it takes
+/// connections. That checkpoint is told from later ones by its kind (an
+/// end-of-recovery checkpoint, like a shutdown one, starts where it is
+/// written: `redo_lsn = checkpoint_lsn`; an online one writes WAL in
+/// between, always on PostgreSQL 17+) and by its time: within 30 s of the
+/// new life's start (`since`; `checkpoint_time` is in whole seconds).
+/// When it cannot be read (`pg_control_checkpoint` is for superusers
+/// unless granted) or a later checkpoint replaced it, nobody can tell:
+/// `None`, and the load stops saying so rather than guess.
+async fn committed_before_crash(
+    client: &Client,
+    tx: &TxStart,
+    since: Option<f64>,
+) -> Result<Option<bool>, tokio_postgres::Error> {
+    let Ok(row) = client
+        .query_one(
+            "SELECT c.next_xid, c.redo_lsn = c.checkpoint_lsn, \
+             extract(epoch FROM c.checkpoint_time)::float8 \
+             FROM pg_control_checkpoint() c",
+            &[],
+        )
+        .await
+    else {
+        return Ok(None);
+    };
+    let next: Option<String> = row.get(0);
+    let ended_recovery: Option<bool> = row.get(1);
+    let at: Option<f64> = row.get(2);
+    let (Some(next), Some(true), Some(at), Some(since)) = (
+        next.as_deref().and_then(full_xid),
+        ended_recovery,
+        at,
+        since,
+    ) else {
+        return Ok(None);
+    };
+    if !(since - 1.0..since + 30.0).contains(&at) {
+        return Ok(None);
+    }
+    Ok(Some(tx.xid < next))
+}
+
+/// `epoch:xid` (as `pg_control_checkpoint` prints `next_xid`) as the
+/// 64-bit id `txid_current()` returns.
+fn full_xid(text: &str) -> Option<i64> {
+    let (epoch, xid) = text.split_once(':')?;
+    Some((epoch.parse::<i64>().ok()? << 32) | xid.parse::<i64>().ok()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_xid_reads_as_txid_current_does() {
+        assert_eq!(full_xid("0:724"), Some(724));
+        assert_eq!(full_xid("2:5"), Some((2 << 32) | 5));
+        assert_eq!(full_xid("724"), None);
+    }
+}

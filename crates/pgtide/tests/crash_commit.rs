@@ -1,0 +1,67 @@
+//! A backend that crashes while a chunk's `COMMIT` is on its way: the
+//! postmaster runs crash recovery without restarting (its start time stays
+//! the same), and a transaction id that left nothing on disk is handed out
+//! again. Here the chunk's id goes to a stranger who commits; asked about
+//! it, `txid_status` says "committed". pgtide must see the crash and not
+//! take the stranger's commit for its own: the row is sent again and is in
+//! the table (before the fix: exit 0, "loaded 1", table empty).
+
+mod support;
+
+use std::sync::Arc;
+
+use pgtide::load::ledger::ResumeMode;
+use pgtide::load::{self, LoadOptions};
+use pgtide::progress::Progress;
+use support::crash::{crash_in_commit, keep_wal_in_buffers, slow_commit_sql};
+use support::Db;
+
+/// Runs the scenario until the chunk's id went to the stranger (the race
+/// with pgtide's first reconnect is the test's, so it tries a few times);
+/// every try must end with the row in the table once.
+async fn check(resume: bool) {
+    let db = Db::start().await;
+    keep_wal_in_buffers(&db.client).await;
+    for i in 0..3 {
+        let table = format!("crash{i}");
+        let sql = format!(
+            "CREATE TABLE {table} (id int, v text); {}",
+            slow_commit_sql(&table)
+        );
+        let admin = db.target.connect().await.unwrap();
+        admin.batch_execute(&sql).await.unwrap();
+        let mut o: LoadOptions = db.csv_options(b"1,a\n", &table);
+        o.resume = resume.then_some(ResumeMode::Edges);
+        let load = {
+            let target = db.target.clone();
+            tokio::spawn(async move { load::run(&target, &o, Arc::new(Progress::new(1))).await })
+        };
+        let (chunk_xid, stranger_xid) = crash_in_commit(&admin, &db.target).await;
+        let report = load.await.unwrap().expect("load starts");
+        assert!(report.failure.is_none(), "{:?}", report.failure);
+        assert_eq!(report.rows_loaded, 1);
+        let c = db.target.connect().await.unwrap();
+        let rows: i64 = c
+            .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(rows, 1, "the row is in the table once");
+        if stranger_xid == chunk_xid {
+            return;
+        }
+    }
+    panic!("the chunk's id was never handed out again");
+}
+
+/// Settled by the checkpoint that ended crash recovery.
+#[tokio::test]
+async fn a_commit_lost_in_a_backend_crash_is_not_taken_for_a_strangers() {
+    check(false).await;
+}
+
+/// Settled by the chunk's ledger row.
+#[tokio::test]
+async fn with_resume_the_ledger_row_settles_a_commit_lost_in_a_crash() {
+    check(true).await;
+}
