@@ -29,6 +29,10 @@ pub struct TxStart {
     /// `pg_stat_archiver.stats_reset` in microseconds since 1970 (`None`
     /// when the server does not say).
     pub stats_reset: Option<i64>,
+    /// `pg_backend_pid()` of the session: when the connection is lost but
+    /// the session lives on (a network that went silent), it is ended so
+    /// that its transaction's fate is known (`crate::settle`).
+    pub backend_pid: Option<i32>,
 }
 
 /// What [`TxStart`] holds after the id, as SQL: two columns that a later
@@ -45,9 +49,25 @@ macro_rules! server_life {
 /// come from, to read again on another connection.
 pub const SERVER_LIFE_SQL: &str = server_life!();
 
+/// The query that reads a [`TxStart`] in an open transaction (giving it
+/// its id).
+macro_rules! tx_start_sql {
+    () => {
+        concat!(
+            "SELECT txid_current(), ",
+            server_life!(),
+            ", pg_backend_pid()"
+        )
+    };
+}
+
+/// The query that reads a [`TxStart`], for a transaction opened otherwise
+/// than by [`BEGIN_SQL`].
+pub const TX_START_SQL: &str = tx_start_sql!();
+
 /// The statement that opens a batch's transaction and reads its
 /// [`TxStart`] in the same round trip.
-pub const BEGIN_SQL: &str = concat!("BEGIN; SELECT txid_current(), ", server_life!());
+pub const BEGIN_SQL: &str = concat!("BEGIN; ", tx_start_sql!());
 
 /// The [`TxStart`] in the answer to [`BEGIN_SQL`].
 pub fn tx_start(messages: &[tokio_postgres::SimpleQueryMessage]) -> Option<TxStart> {
@@ -56,6 +76,7 @@ pub fn tx_start(messages: &[tokio_postgres::SimpleQueryMessage]) -> Option<TxSta
             xid: r.get(0)?.parse().ok()?,
             server_started: r.get(1)?.parse().ok()?,
             stats_reset: r.get(2).and_then(|v| v.parse().ok()),
+            backend_pid: r.get(3).and_then(|v| v.parse().ok()),
         }),
         _ => None,
     })

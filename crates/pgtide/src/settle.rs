@@ -18,6 +18,7 @@
 
 use std::time::Duration;
 
+use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
 use crate::conn::Target;
@@ -29,6 +30,37 @@ use crate::load::ledger::{self, Written};
 /// about again: a dead session's transaction can show as in progress for
 /// a moment, and a live one's `COMMIT` may still be on its way.
 const ASKS: u32 = 20;
+
+/// Asks after which a transaction still in progress is taken for a
+/// session that outlived its connection (a network that went silent: the
+/// server never saw the `COMMIT`, nor the client leave), and that session
+/// is ended ([`end_lingering`]), so that its fate is known.
+const LINGER: u32 = 5;
+
+/// Ends our old session if it still runs our transaction: the same
+/// backend pid with our transaction id (32 bits, as `backend_xid` shows
+/// it), so that a pid reused by another session is left alone; waits up
+/// to 5 s for it to exit (PostgreSQL 14+). Its transaction then aborts,
+/// or commits if its `COMMIT` was past the point of no return. The role
+/// may end its own sessions; when it may not, nothing happens and the
+/// caller waits as before.
+async fn end_lingering(client: &Client, tx: &TxStart) -> Result<(), tokio_postgres::Error> {
+    let Some(pid) = tx.backend_pid else {
+        return Ok(());
+    };
+    let xid = (tx.xid & 0xffff_ffff).to_string();
+    match client
+        .query(
+            "SELECT pg_terminate_backend(pid, 5000) FROM pg_catalog.pg_stat_activity \
+             WHERE pid = $1 AND backend_xid::text = $2",
+            &[&pid, &xid],
+        )
+        .await
+    {
+        Err(e) if e.as_db_error().is_none() => Err(e),
+        _ => Ok(()),
+    }
+}
 
 /// The server's state of the transaction in doubt and of its own life.
 struct Seen {
@@ -44,19 +76,29 @@ struct Seen {
     since: Option<f64>,
 }
 
+/// Reads the server's life marks, then `txid_status`. An id at or past
+/// the server's next id is "future": `txid_status` refuses it (22023,
+/// "is in the future"), which only a crash that took the id back can
+/// cause. The snapshot's `xmax` cannot stand in for the next id: it is
+/// one past the newest *finished* transaction, so a transaction still
+/// running (a `COMMIT` still being done, a session that outlived its
+/// connection) is at or past it whenever nothing later has finished.
 async fn see(client: &Client, tx: &TxStart) -> Result<Seen, tokio_postgres::Error> {
-    let sql = format!(
-        "SELECT CASE WHEN $1 < txid_snapshot_xmax(txid_current_snapshot()) \
-         THEN txid_status($1) ELSE 'future' END, {SERVER_LIFE_SQL}"
-    );
-    let row = client.query_one(&sql, &[&tx.xid]).await?;
-    let started: Option<i64> = row.get(1);
-    let stats_reset: Option<i64> = row.get(2);
+    let row = client
+        .query_one(&format!("SELECT {SERVER_LIFE_SQL}"), &[])
+        .await?;
+    let started: Option<i64> = row.get(0);
+    let stats_reset: Option<i64> = row.get(1);
+    let status = match client.query_one("SELECT txid_status($1)", &[&tx.xid]).await {
+        Ok(row) => row.get(0),
+        Err(e) if e.code() == Some(&SqlState::INVALID_PARAMETER_VALUE) => Some("future".into()),
+        Err(e) => return Err(e),
+    };
     let restarted = started != Some(tx.server_started);
     let crashed = restarted || stats_reset != tx.stats_reset;
     let since = if restarted { started } else { stats_reset };
     Ok(Seen {
-        status: row.get(0),
+        status,
         restarted,
         crashed,
         since: since.map(|us| us as f64 / 1e6),
@@ -99,7 +141,7 @@ pub(crate) async fn commit_status(
     tx: &TxStart,
     written: Option<&Written>,
 ) -> Result<Option<bool>, tokio_postgres::Error> {
-    for _ in 0..ASKS {
+    for asked in 0..ASKS {
         let seen = see(client, tx).await?;
         match seen.status.as_deref() {
             Some("committed") if !seen.crashed => return Ok(Some(true)),
@@ -119,6 +161,10 @@ pub(crate) async fn commit_status(
             // ours is lost. Without a restart it may still be ours
             // (statistics reset by hand): wait.
             Some("in progress") if seen.restarted => return Ok(Some(false)),
+            // Ours, still running: a session that outlived its connection.
+            Some("in progress") if asked == LINGER && !seen.crashed => {
+                end_lingering(client, tx).await?;
+            }
             Some("in progress") => {}
             _ => return Ok(None),
         }

@@ -2,9 +2,11 @@
 //! with the connection (issue 9 part 3): a proxy between pgtide and the
 //! server cuts the connection right after passing the `COMMIT` on (the
 //! server commits, the answer never arrives) or instead of passing it on
-//! (the server sees the client gone and aborts). pgtide must ask the
-//! server on a new connection (`txid_status`) and report what happened:
-//! success with the counts, or a clear "nothing was loaded".
+//! (the server sees the client gone and aborts), or goes silent (the
+//! session lingers, idle in its transaction). pgtide must ask the server
+//! on a new connection (`txid_status`, ending a lingering session first)
+//! and report what happened: success with the counts, or a clear "nothing
+//! was loaded"; a per-chunk load sends the chunk again.
 
 mod support;
 
@@ -25,6 +27,10 @@ enum Cut {
     AfterCommit,
     /// The server never gets it: it sees the client gone and aborts.
     BeforeCommit,
+    /// The network goes silent: the server never gets the `COMMIT` nor
+    /// sees the client leave (its socket stays open), so the session
+    /// lingers, idle in its transaction.
+    Silent,
 }
 
 /// A proxy to the server on 127.0.0.1:`server`; returns its port and
@@ -74,6 +80,13 @@ async fn pipe(client: TcpStream, server: TcpStream, cut: Cut, fired: Arc<AtomicB
                 let _ = to_server.flush().await;
             }
             down.abort();
+            if cut == Cut::Silent {
+                // Dropping the write half would tell the server.
+                tokio::spawn(async move {
+                    tokio::time::sleep(std::time::Duration::from_secs(120)).await;
+                    drop(to_server);
+                });
+            }
             return;
         }
         if to_server.write_all(data).await.is_err() {
@@ -112,6 +125,23 @@ fn options(db: &Db, data: &[u8], t: &str) -> LoadOptions {
 async fn count(db: &Db, t: &str) -> i64 {
     let sql = format!("SELECT count(*) FROM {t}");
     db.client.query_one(&sql, &[]).await.unwrap().get(0)
+}
+
+/// No transaction may finish after a chunk's (autovacuum's ANALYZE
+/// would), so that the chunk's stays the newest.
+async fn quiet_autovacuum(db: &Db) {
+    for sql in [
+        "ALTER SYSTEM SET autovacuum = off",
+        "SELECT pg_reload_conf()",
+    ] {
+        db.client.batch_execute(sql).await.unwrap();
+    }
+}
+
+/// Sessions idle in a transaction (the proxy holds a silent one open).
+async fn lingering(db: &Db) -> i64 {
+    let sql = "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'";
+    db.client.query_one(sql, &[]).await.unwrap().get(0)
 }
 
 async fn setup(db: &Db, t: &str) {
@@ -177,4 +207,73 @@ async fn with_rejects_a_lost_commit_answer_is_settled_too() {
     assert_eq!((r.rows_loaded, r.rows_rejected), (3000, 1));
     assert_eq!(std::fs::read_to_string(&rejects).unwrap(), "x,bad\n");
     assert_eq!(count(&db, "lr").await, 3000);
+}
+
+#[tokio::test]
+async fn a_session_left_behind_by_a_silent_network_is_ended_and_settled() {
+    let db = Db::start().await;
+    setup(&db, "ls").await;
+    let (target, fired) = through_proxy(&db, Cut::Silent).await;
+    let o = options(&db, &rows(5000), "ls");
+    let r = load::run(&target, &o, Arc::new(Progress::new(1)))
+        .await
+        .unwrap();
+    assert!(fired.load(Ordering::SeqCst), "the proxy cut the COMMIT");
+    assert_eq!(lingering(&db).await, 0, "the old session was ended");
+    let e = r.failure.expect("the transaction was aborted");
+    assert!(
+        e.message().contains("did not commit: nothing was loaded"),
+        "{e}"
+    );
+    assert_eq!(count(&db, "ls").await, 7, "the table as it was");
+}
+
+#[tokio::test]
+async fn a_chunk_whose_commit_went_silent_is_sent_again() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute("CREATE TABLE lp (id int, s text)")
+        .await
+        .unwrap();
+    quiet_autovacuum(&db).await;
+    let (target, fired) = through_proxy(&db, Cut::Silent).await;
+    let mut o = options(&db, &rows(5000), "lp");
+    o.single_transaction = false;
+    o.truncate = false;
+    let r = load::run(&target, &o, Arc::new(Progress::new(1)))
+        .await
+        .unwrap();
+    assert!(fired.load(Ordering::SeqCst), "the proxy cut the COMMIT");
+    assert_eq!(lingering(&db).await, 0, "the old session was ended");
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.rows_loaded, 5000);
+    assert_eq!(count(&db, "lp").await, 5000, "every row once");
+}
+
+/// The connection breaks right after a chunk's `COMMIT` reached the
+/// server, which is still doing it (a deferred trigger sleeps): asked at
+/// once, the transaction is still running, and it is the newest, so no
+/// snapshot's `xmax` is past it yet. Taking that for "never handed out"
+/// sent the chunk again while the first `COMMIT` went on to commit: the
+/// row twice, exit 0. It must be in the table once (the lingering
+/// session is ended, its `COMMIT` aborted, the chunk sent again).
+#[tokio::test]
+async fn a_commit_still_being_done_is_not_taken_for_one_never_sent() {
+    let db = Db::start().await;
+    let sql = format!(
+        "CREATE TABLE ld (id int, s text); {}",
+        support::crash::slow_commit_sql("ld")
+    );
+    db.client.batch_execute(&sql).await.unwrap();
+    quiet_autovacuum(&db).await;
+    let (target, fired) = through_proxy(&db, Cut::AfterCommit).await;
+    let mut o = db.csv_options(b"1,a\n", "ld");
+    o.chunk_bytes = 4096;
+    let r = load::run(&target, &o, Arc::new(Progress::new(1)))
+        .await
+        .unwrap();
+    assert!(fired.load(Ordering::SeqCst), "the proxy cut the COMMIT");
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.rows_loaded, 1);
+    assert_eq!(count(&db, "ld").await, 1, "the row once");
 }

@@ -26,7 +26,7 @@ use bytes::BytesMut;
 use futures_util::SinkExt;
 use tokio_postgres::Client;
 
-use crate::batch::{tx_start, TxStart, SERVER_LIFE_SQL};
+use crate::batch::{tx_start, TxStart, TX_START_SQL};
 use crate::conn::{Target, Wire};
 use crate::copyout::CopyOut;
 use crate::error::{Error, ErrorKind, Result};
@@ -100,7 +100,7 @@ pub async fn run(
 /// Opens the transaction and returns its id and the marks of the
 /// server's life that tell a crash (see [`TxStart`]).
 async fn begin(target: &Client, begin: &str) -> Result<TxStart> {
-    let sql = format!("{begin}; SELECT pg_catalog.txid_current(), {SERVER_LIFE_SQL}");
+    let sql = format!("{begin}; {TX_START_SQL}");
     tx_start(&target.simple_query(&sql).await?)
         .ok_or_else(|| Error::bug("txid_current() returned no row"))
 }

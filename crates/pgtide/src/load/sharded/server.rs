@@ -17,7 +17,7 @@
 use tokio_postgres::Client;
 
 use super::{Dest, Routed, Shared};
-use crate::batch::{tx_start, TxStart, SERVER_LIFE_SQL};
+use crate::batch::{tx_start, TxStart, BEGIN_SQL};
 use crate::chunk::Chunk;
 use crate::error::{Error, ErrorKind, Result};
 use crate::failure::RowFailure;
@@ -159,8 +159,7 @@ pub(super) async fn commit_part(
 /// server's life that tell a crash), to settle a COMMIT whose answer is
 /// lost.
 pub(super) async fn begin(client: &Client) -> Result<TxStart> {
-    let sql = format!("BEGIN; SELECT pg_catalog.txid_current(), {SERVER_LIFE_SQL}");
-    tx_start(&client.simple_query(&sql).await?)
+    tx_start(&client.simple_query(BEGIN_SQL).await?)
         .ok_or_else(|| Error::bug("txid_current() returned no row"))
 }
 
