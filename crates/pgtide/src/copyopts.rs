@@ -158,6 +158,7 @@ impl CopyOptions {
             d.end_marker = server_major < 18;
         }
         d.mid_record_marker = server_major < 18;
+        d.escape_whole_char = server_major >= 14;
         if let Some(e) = &self.encoding {
             d.lead_bytes = copyfmt::scan::LeadBytes::of_encoding(e);
         }

@@ -478,6 +478,45 @@ async fn sjis_characters_holding_a_backslash_byte_do_not_join_rows() {
     }
 }
 
+/// A backslash before a Shift JIS character whose second byte is `0x5C`
+/// (`Ы` is `0x84 0x5C`): PostgreSQL 14+ splits lines after converting to
+/// its own encoding, so the backslash escapes the whole character. pgtide
+/// skipped one byte after the backslash and read that `0x5C` as another
+/// one, escaping the line break: the server found two rows in a batch
+/// pgtide counted as one ("this is a bug", after committing them).
+#[tokio::test]
+async fn sjis_character_after_a_backslash_is_escaped_whole() {
+    let db = Db::start().await;
+    let data: &[u8] = b"1\ta\t\\\x84\x5c\n2\tb\tc\n3\td\t\\\x84\x5c\\\x84\x5c\n";
+    for (workers, chunk) in [(1, 1 << 20), (2, 1), (2, 9)] {
+        let table = format!("sjis_esc_{workers}_{chunk}");
+        db.client
+            .batch_execute(&format!("CREATE TABLE {table} (id int, a text, b text)"))
+            .await
+            .unwrap();
+        let (report, rejected) =
+            load_tweaked_with_rejects(&db, &table, CopyFormat::Text, data, |o| {
+                o.copy.encoding = Some("SJIS".into());
+                o.workers = workers;
+                o.chunk_bytes = chunk;
+            })
+            .await;
+        let ctx = format!("workers {workers} chunk {chunk}");
+        assert!(report.failure.is_none(), "{ctx}: {:?}", report.failure);
+        assert_eq!((report.rows_read, report.rows_loaded), (3, 3), "{ctx}");
+        assert!(rejected.is_empty(), "{ctx}: {rejected:?}");
+        let rows: Vec<String> = db
+            .client
+            .query(&format!("SELECT b FROM {table} ORDER BY id"), &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(rows, ["Ы", "c", "ЫЫ"], "{ctx}");
+    }
+}
+
 /// The reject file keeps each rejected record's bytes as they were: in a
 /// lone-`\r` file a record ends with `\r`, and no `\n` is added after it
 /// (one was, making `\r\n` lines); only a last record without any line

@@ -152,6 +152,13 @@ pub struct Dialect {
     /// (`ENCODING 'SJIS'` and the like): the rest of a character is
     /// skipped, as the server does.
     pub lead_bytes: LeadBytes,
+    /// Text, with such an encoding: the character after a backslash is
+    /// read whole (PostgreSQL 14+, which splits lines after converting
+    /// them to its own encoding, where no character hides an ASCII byte).
+    /// Up to 13 the server split the raw bytes and skipped one byte after
+    /// a backslash, reading the rest of that character as bytes of their
+    /// own: Shift JIS `\Ы` (`\ 0x84 0x5C`) ended in a backslash.
+    pub escape_whole_char: bool,
 }
 
 impl Dialect {
@@ -165,6 +172,7 @@ impl Dialect {
             end_marker: true,
             mid_record_marker: true,
             lead_bytes: LeadBytes::Ascii,
+            escape_whole_char: true,
         }
     }
 
@@ -178,6 +186,7 @@ impl Dialect {
             end_marker: true,
             mid_record_marker: true,
             lead_bytes: LeadBytes::Ascii,
+            escape_whole_char: true,
         }
     }
 

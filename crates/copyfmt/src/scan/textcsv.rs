@@ -298,8 +298,9 @@ impl Scanner {
                 continue;
             }
             // The server skips the rest of a character it reads as one
-            // (not one it skips after a text backslash).
+            // (up to 13, not one it skips after a text backslash).
             let escaped = self.st == St::TextEsc || (!self.csv && self.st == St::StartBs);
+            let escaped = escaped && !self.dialect.escape_whole_char;
             let mut ev = self.step(b);
             if ev == Ev::EndBefore {
                 // The lone `\r` before `b` ended the first record.

@@ -168,19 +168,20 @@ pub fn reference_full(d: &Dialect, input: &[u8]) -> Reference {
                     bad |= err;
                 }
                 if !csv {
-                    i += 1; // the escaped byte, whatever it is
+                    // The escaped byte, whatever it is; from PostgreSQL 14
+                    // the whole character it starts.
+                    let escaped = input.get(i).copied();
+                    i += 1;
+                    if let Some(e) = escaped.filter(|&e| d.escape_whole_char && e >= 0x80) {
+                        i += trailing(d, e);
+                    }
                 }
             }
             first_char_in_line = false;
             // `encoding_embeds_ascii`: the rest of the character, by its
             // first byte, is skipped whatever it holds.
             if c >= 0x80 {
-                i += match d.lead_bytes {
-                    LeadBytes::Ascii => 0,
-                    LeadBytes::Sjis if (0xa1..=0xdf).contains(&c) => 0,
-                    LeadBytes::Johab if c == 0x8f => 2,
-                    _ => 1,
-                };
+                i += trailing(d, c);
             }
         }
     }
@@ -387,5 +388,15 @@ pub fn csv_with(quote: u8, escape: u8) -> Dialect {
         quote,
         escape,
         ..Dialect::csv()
+    }
+}
+
+/// Bytes after the high byte `c` in its character (`pg_encoding_mblen`).
+fn trailing(d: &Dialect, c: u8) -> usize {
+    match d.lead_bytes {
+        LeadBytes::Ascii => 0,
+        LeadBytes::Sjis if (0xa1..=0xdf).contains(&c) => 0,
+        LeadBytes::Johab if c == 0x8f => 2,
+        _ => 1,
     }
 }
