@@ -297,7 +297,8 @@ pub(super) fn failed_chunk(chunk: &Chunk, spec: &LoaderSpec, e: BatchError) -> F
     if e.commit_unknown {
         error = error.with_hint(format!(
             "the connection broke while committing lines {}-{} of {}: check whether they \
-             are in the table before loading them again",
+             are in the table before loading them again (with --resume, pgtide's ledger \
+             settles this itself)",
             chunk.first_line,
             chunk.last_line(),
             chunk.input
