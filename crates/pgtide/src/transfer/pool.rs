@@ -136,14 +136,17 @@ pub(super) async fn pool(
             ),
         );
     } else if let Some(e) = failure.take() {
+        let others = match super::range::is_in_doubt(&e) {
+            true => "nothing of the others but the one in doubt",
+            false => "nothing of the others",
+        };
+        let rest = format!(
+            "the ranges listed as committed are on the target, {others}; run again with \
+             --truncate to copy the tables whole"
+        );
         let hint = match e.hint() {
-            Some(h) => format!(
-                "{h}; the ranges listed as committed are on the target, nothing of the others; \
-                 run again with --truncate to copy the tables whole"
-            ),
-            None => "the ranges listed as committed are on the target, nothing of the others; \
-                     run again with --truncate to copy the tables whole"
-                .to_owned(),
+            Some(h) => format!("{h}; {rest}"),
+            None => rest,
         };
         let mut out = Error::new(e.kind(), e.message().to_owned()).with_hint(hint);
         if let Some(c) = e.sqlstate() {

@@ -89,10 +89,14 @@ pub async fn run(
     };
     if let Err(e) = target.batch_execute("COMMIT").await {
         let e = Error::from(e);
-        if e.kind() == ErrorKind::ConnectionLost && committed(target_conn, &tx).await {
-            return Ok(copied);
+        if e.kind() != ErrorKind::ConnectionLost {
+            return Err(e);
         }
-        return Err(e);
+        return match crate::settle::ask(target_conn, &tx).await {
+            Some(true) => Ok(copied),
+            Some(false) => Err(e),
+            None => Err(in_doubt(e, job)),
+        };
     }
     Ok(copied)
 }
@@ -105,13 +109,33 @@ async fn begin(target: &Client, begin: &str) -> Result<TxStart> {
         .ok_or_else(|| Error::bug("txid_current() returned no row"))
 }
 
-/// Whether transaction `tx` committed, asked on a new connection
-/// (`crate::settle`, which waits for a server in crash recovery and sees
-/// a crash that handed the id out again); false when that cannot be
-/// known (then the range is reported not committed, and the hint says to
-/// check).
-async fn committed(target: &Target, tx: &TxStart) -> bool {
-    crate::settle::ask(target, tx).await == Some(true)
+/// How an error about a range whose `COMMIT` nobody can settle begins
+/// (see [`in_doubt`], [`is_in_doubt`]).
+const IN_DOUBT: &str = "in doubt: ";
+
+/// The error for `job` when its `COMMIT` got no answer and the server
+/// cannot say whether it committed (`crate::settle`).
+fn in_doubt(e: Error, job: &Job) -> Error {
+    let blocks = match job.blocks {
+        (0, None) => "the whole table".to_owned(),
+        (a, None) => format!("blocks {a}-end"),
+        (a, Some(b)) => format!("blocks {a}-{}", b.saturating_sub(1)),
+    };
+    Error::new(
+        ErrorKind::ConnectionLost,
+        format!(
+            "{IN_DOUBT}the target's COMMIT of {blocks} (`{}`) got no answer ({}), and the \
+             server cannot say whether it committed",
+            job.target_sql,
+            e.message()
+        ),
+    )
+    .with_hint("count that range's rows on the target before copying it again")
+}
+
+/// Whether `e` says a range's `COMMIT` is in doubt ([`in_doubt`]).
+pub fn is_in_doubt(e: &Error) -> bool {
+    e.message().starts_with(IN_DOUBT)
 }
 
 async fn copy(
