@@ -30,6 +30,15 @@ fn text_fields_and_nulls() {
     assert_eq!(text(b"\\\\N\t\\N\\N\n"), [v(b"\\N"), v(b"NN")]);
     // An escaped delimiter is data.
     assert_eq!(text(b"a\\\tb\n"), [v(b"a\tb")]);
+    // A backslash that ends the data is no part of the field, also for
+    // the NULL check (the server gives NULL for each of these).
+    assert_eq!(text(b"x\t\\N\\"), [v(b"x"), None]);
+    assert_eq!(text(b"x\t\\"), [v(b"x"), v(b"")]);
+    let na = NullSpec {
+        null: b"NA".to_vec(),
+        ..NullSpec::text()
+    };
+    assert_eq!(split(&Dialect::text(), &na, b"x\tNA\\").unwrap(), [v(b"x"), None]);
 }
 
 #[test]

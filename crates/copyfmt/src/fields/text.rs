@@ -60,6 +60,16 @@ fn text_field(
                     out.len(),
                 ))
             }
+            // A backslash that ends the data (the last record, without a
+            // line break) escapes nothing and is no part of the field,
+            // also for the NULL check: `CopyReadAttributesText` stops
+            // before it.
+            Some(&b'\\') if i + 1 == rec.len() => {
+                return Ok(FieldEnd {
+                    raw_end: i,
+                    next: None,
+                })
+            }
             Some(&b'\\') => i = unescape(rec, i + 1, &mut out.buf, saw_nul),
             Some(&b'\n') => return line_end(rec, i, "literal newline found in data", out.len()),
             Some(&b'\r') => {
