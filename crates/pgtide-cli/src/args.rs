@@ -456,9 +456,11 @@ Methods (--method):
             statement, parameters bound; for poolers that do not pipeline.
   insert    one INSERT per row, each awaited: a baseline, not a choice.
   All methods give the same table as copy, work with --workers and
-  --rejects, and report the failing row; pipeline, values and insert need
-  UTF-8 input (another --encoding goes by copy, binary falling back to it
-  with a note, and the server converts).
+  --rejects, and report the failing row. pipeline, values and insert need
+  UTF-8 input and, for --format text, a UTF-8 database (text escapes such
+  as \\351 are bytes of the database encoding); otherwise they refuse and
+  --method copy does it (the server converts). binary falls back to copy
+  in those cases, with a note.
 
 Exit codes:
   0  every row was loaded

@@ -287,6 +287,60 @@ async fn header_match_refuses_non_ascii_names_it_cannot_convert() {
 }
 
 /// `pgtide load` of `o` with one worker.
+/// Outside testing: in a LATIN1 database, text escapes such as `\303\251`
+/// are bytes of LATIN1 to the server (`Ã©`), while the client-side methods
+/// read them as UTF-8 (`é`). `binary` goes by text COPY instead (with a
+/// note), and the INSERT methods refuse before loading anything.
+#[tokio::test]
+async fn text_escapes_into_a_latin1_database_go_by_copy() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute("CREATE DATABASE l1 ENCODING 'LATIN1' TEMPLATE template0 LOCALE 'C'")
+        .await
+        .unwrap();
+    let conninfo = db.cluster.conninfo().replace(" dbname=", " dbname=l1 x=");
+    let conninfo = conninfo.replace(" x=postgres", "");
+    let target = pgtide::conn::Target::parse(&conninfo).unwrap();
+    let l1 = target.connect().await.unwrap();
+    l1.batch_execute("CREATE TABLE e (v text)").await.unwrap();
+    let path = db.file(b"\\303\\251\n", support::Compress::None);
+    let options = |method| {
+        let mut o = pgtide::load::LoadOptions::new(
+            vec![path.to_string_lossy().into_owned()],
+            pgtide::ident::QualifiedName::parse("e").unwrap(),
+            pgtide::copyopts::CopyFormat::Text,
+        );
+        o.method = method;
+        o
+    };
+    let run = |o: pgtide::load::LoadOptions| {
+        let target = target.clone();
+        async move {
+            let progress = std::sync::Arc::new(pgtide::progress::Progress::new(1));
+            pgtide::load::run(&target, &o, progress).await
+        }
+    };
+    let r = run(options(pgtide::load::Method::Binary)).await.unwrap();
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert!(
+        r.notes.iter().any(|n| n.contains("LATIN1")),
+        "{:?}",
+        r.notes
+    );
+    let v: String = l1.query_one("SELECT v FROM e", &[]).await.unwrap().get(0);
+    assert_eq!(v, "\u{c3}\u{a9}", "as COPY reads it");
+    let e = run(options(pgtide::load::Method::Values))
+        .await
+        .expect_err("refused");
+    assert!(e.message().contains("LATIN1"), "{e:?}");
+    let n: i64 = l1
+        .query_one("SELECT count(*) FROM e", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 1, "nothing more was loaded");
+}
+
 async fn load_one(db: &Db, o: &pgtide::load::LoadOptions) -> pgtide::Result<pgtide::load::Report> {
     pgtide::load::run(
         &db.target,

@@ -38,7 +38,10 @@ fn text_fields_and_nulls() {
         null: b"NA".to_vec(),
         ..NullSpec::text()
     };
-    assert_eq!(split(&Dialect::text(), &na, b"x\tNA\\").unwrap(), [v(b"x"), None]);
+    assert_eq!(
+        split(&Dialect::text(), &na, b"x\tNA\\").unwrap(),
+        [v(b"x"), None]
+    );
 }
 
 #[test]

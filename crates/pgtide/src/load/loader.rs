@@ -69,7 +69,14 @@ impl LoaderSpec {
                 self.method = Method::Copy;
             }
             Method::Binary => {
-                if let Some(why) = binary::fallback_reason(client, &setup).await? {
+                let escapes = text_escapes_need_copy(client, &setup).await?;
+                if let Some(enc) = escapes {
+                    notes.push(format!(
+                        "--method binary: text escapes such as \\351 are bytes of the database \
+                         encoding ({enc}), which only COPY reads; loaded by text COPY instead"
+                    ));
+                    self.method = Method::Copy;
+                } else if let Some(why) = binary::fallback_reason(client, &setup).await? {
                     notes.push(format!(
                         "--method binary: {why}; loaded by text COPY instead (same result)"
                     ));
@@ -87,11 +94,32 @@ impl LoaderSpec {
                         "use --method copy (the server converts), or convert the file to UTF-8",
                     ));
                 }
+                if let Some(enc) = text_escapes_need_copy(client, &setup).await? {
+                    return Err(Error::config(format!(
+                        "--method {} reads text input as UTF-8, but the database encoding is \
+                         {enc}: a text escape such as \\351 stands for a byte of {enc}, which \
+                         only COPY reads as it should",
+                        self.method.name()
+                    ))
+                    .with_hint("use --method copy (or --format csv, which has no such escapes)"));
+                }
                 insert::check(client, self.method, &setup).await?;
             }
         }
         Ok(notes)
     }
+}
+
+/// Text input into a database whose encoding is not UTF-8: the server
+/// de-escapes `\351` or `\xE9` after converting the line to the database
+/// encoding, so the byte is one of that encoding; the client-side methods
+/// send UTF-8 and would read it otherwise. `Some(encoding)` then.
+async fn text_escapes_need_copy(client: &Client, setup: &MethodSetup) -> Result<Option<String>> {
+    if setup.format != CopyFormat::Text {
+        return Ok(None);
+    }
+    let enc: String = client.query_one("SHOW server_encoding", &[]).await?.get(0);
+    Ok((!enc.eq_ignore_ascii_case("UTF8")).then_some(enc))
 }
 
 /// A loader; it listens to notices only when its COPY runs with
