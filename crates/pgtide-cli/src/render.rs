@@ -156,8 +156,12 @@ fn rows_line(r: &Report) -> String {
         0 => String::new(),
         n => format!(", not loaded (the load stopped): {}", thousands(n)),
     };
+    let doubt = match r.rows_in_doubt {
+        0 => String::new(),
+        n => format!(", in doubt (all or none committed, see below): {}", thousands(n)),
+    };
     format!(
-        "loaded {} rows, rejected {} rows{see}{skipped}, read {} rows{stopped}",
+        "loaded {} rows, rejected {} rows{see}{skipped}, read {} rows{doubt}{stopped}",
         thousands(r.rows_loaded),
         thousands(r.rows_rejected),
         thousands(r.rows_read),
@@ -168,8 +172,9 @@ fn rows_line(r: &Report) -> String {
 /// of the chunks a stopped load did not commit (0 for a finished load,
 /// where the invariant check makes them add up).
 fn not_loaded(r: &Report) -> u64 {
-    r.rows_read
-        .saturating_sub(r.rows_loaded + r.rows_rejected + r.rows_skipped_by_table)
+    r.rows_read.saturating_sub(
+        r.rows_loaded + r.rows_rejected + r.rows_skipped_by_table + r.rows_in_doubt,
+    )
 }
 
 /// The end-of-export summary: one human line (and notes), or a JSON

@@ -28,6 +28,10 @@ pub struct Progress {
     /// Rows set aside for the reject file (counted when their chunk is
     /// done; the file itself is checked against this count at the end).
     pub rows_rejected: AtomicU64,
+    /// Rows whose `COMMIT` got no answer that the server could settle
+    /// (`crate::settle`): all of a chunk's (or of the one transaction's)
+    /// are in the table, or none is.
+    pub rows_in_doubt: AtomicU64,
     /// Rows the table dropped on purpose (a BEFORE trigger returning
     /// NULL), as the server's own row counts showed.
     pub rows_skipped_by_table: AtomicU64,
@@ -131,6 +135,8 @@ pub struct Counts {
     pub loaded: u64,
     /// Rows set aside for the reject file.
     pub rejected: u64,
+    /// Rows whose commit nobody can settle ([`Progress::rows_in_doubt`]).
+    pub in_doubt: u64,
     /// Rows the table dropped on purpose.
     pub skipped_by_table: u64,
     /// `--resume`: rows earlier runs did.
@@ -147,6 +153,7 @@ impl Counts {
             read: Progress::get(&p.rows_read),
             loaded: Progress::get(&p.rows_loaded),
             rejected: Progress::get(&p.rows_rejected),
+            in_doubt: Progress::get(&p.rows_in_doubt),
             skipped_by_table: Progress::get(&p.rows_skipped_by_table),
             resumed: Progress::get(&p.rows_resumed),
             bytes: Progress::get(&p.bytes_loaded),

@@ -193,6 +193,10 @@ pub struct Report {
     pub rows_loaded: u64,
     /// Rows written to the reject file.
     pub rows_rejected: u64,
+    /// Rows sent whose `COMMIT` got no answer that the server could
+    /// settle: all of each such chunk are in the table, or none is (the
+    /// failure names the lines). Not in `rows_loaded`.
+    pub rows_in_doubt: u64,
     /// Rows sent that the table dropped on purpose: a BEFORE row trigger
     /// returned NULL for them (told apart from a miscount by the server's
     /// own row counts and the table's triggers; see `invariants`). Rows
@@ -362,6 +366,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     let mut report = Report {
         rows_read: outcome.counts.read,
         rows_loaded: outcome.counts.loaded,
+        rows_in_doubt: outcome.counts.in_doubt,
         rows_rejected: outcome.counts.rejected,
         rows_skipped_by_table: outcome.counts.skipped_by_table,
         rows_resumed: outcome.counts.resumed,

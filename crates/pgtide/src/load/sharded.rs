@@ -498,6 +498,7 @@ pub async fn run(
     let mut report = Report {
         rows_read: counts.read,
         rows_loaded: counts.loaded,
+        rows_in_doubt: counts.in_doubt,
         rows_rejected: counts.rejected,
         rows_skipped_by_table: counts.skipped_by_table,
         rows_resumed: counts.resumed,

@@ -350,10 +350,13 @@ pub(super) async fn finish(
     let committed = match (ok, read_ok) {
         (true, true) => match commit(&mut loader, xid, ctx).await {
             Some(c) => c,
-            // Nobody can tell: the counts stay as sent (all of them are
-            // in the table or none is), no line is listed as committed,
-            // and the note says so.
+            // Nobody can tell: what was sent is in doubt (all of it is in
+            // the table or none is), no line is listed as committed, and
+            // the failure says so.
             None => {
+                let sent = Progress::get(&ctx.progress.rows_loaded);
+                Progress::add(&ctx.progress.rows_in_doubt, sent);
+                ctx.progress.undo_loaded();
                 ctx.shared.lock().expect("worker state").done.clear();
                 return;
             }

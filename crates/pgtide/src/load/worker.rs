@@ -128,6 +128,10 @@ pub(super) async fn work(
                 isolated(&mut loader, &ctx, id, &chunk, start).await
             }
             Some(Err(e)) => {
+                if e.commit_unknown {
+                    // Sent whole and committed whole, or not at all.
+                    Progress::add(&ctx.progress.rows_in_doubt, chunk.records);
+                }
                 let failed = failed_chunk(&chunk, loader.spec(), e);
                 ctx.shared.lock().expect("worker state").failed.push(failed);
                 false
