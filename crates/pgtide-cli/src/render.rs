@@ -158,7 +158,10 @@ fn rows_line(r: &Report) -> String {
     };
     let doubt = match r.rows_in_doubt {
         0 => String::new(),
-        n => format!(", in doubt (all or none committed, see below): {}", thousands(n)),
+        n => format!(
+            ", in doubt (all or none committed, see below): {}",
+            thousands(n)
+        ),
     };
     format!(
         "loaded {} rows, rejected {} rows{see}{skipped}, read {} rows{doubt}{stopped}",
@@ -172,9 +175,8 @@ fn rows_line(r: &Report) -> String {
 /// of the chunks a stopped load did not commit (0 for a finished load,
 /// where the invariant check makes them add up).
 fn not_loaded(r: &Report) -> u64 {
-    r.rows_read.saturating_sub(
-        r.rows_loaded + r.rows_rejected + r.rows_skipped_by_table + r.rows_in_doubt,
-    )
+    r.rows_read
+        .saturating_sub(r.rows_loaded + r.rows_rejected + r.rows_skipped_by_table + r.rows_in_doubt)
 }
 
 /// The end-of-export summary: one human line (and notes), or a JSON

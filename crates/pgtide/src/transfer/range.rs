@@ -133,8 +133,8 @@ fn in_doubt(e: Error, job: &Job) -> Error {
     .with_hint("count that range's rows on the target before copying it again")
 }
 
-/// Whether `e` says a range's `COMMIT` is in doubt ([`in_doubt`]).
-pub fn is_in_doubt(e: &Error) -> bool {
+/// Whether `e` says a range's `COMMIT` is in doubt (made by `in_doubt`).
+pub(super) fn is_in_doubt(e: &Error) -> bool {
     e.message().starts_with(IN_DOUBT)
 }
 
