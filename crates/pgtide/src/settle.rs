@@ -87,10 +87,22 @@ struct Seen {
 /// connection) is at or past it whenever nothing later has finished.
 async fn see(client: &Client, tx: &TxStart) -> Result<Seen, tokio_postgres::Error> {
     let row = client
-        .query_one(&format!("SELECT {SERVER_LIFE_SQL}"), &[])
+        .query_one(
+            &format!("SELECT {SERVER_LIFE_SQL}, pg_is_in_recovery()"),
+            &[],
+        )
         .await?;
     let started: Option<i64> = row.get(0);
     let stats_reset: Option<i64> = row.get(1);
+    // A standby (a multi-host connection string may reach one) knows
+    // nothing final about the primary's transactions.
+    if row.get::<_, Option<bool>>(2) != Some(false) {
+        return Ok(Seen {
+            status: None,
+            restarted: true,
+            crashed: true,
+        });
+    }
     let status = match client.query_one("SELECT txid_status($1)", &[&tx.xid]).await {
         Ok(row) => row.get(0),
         Err(e) if e.code() == Some(&SqlState::INVALID_PARAMETER_VALUE) => Some("future".into()),
@@ -100,8 +112,9 @@ async fn see(client: &Client, tx: &TxStart) -> Result<Seen, tokio_postgres::Erro
     // A clean restart keeps the statistics (and its shutdown checkpoint
     // covers every id handed out); a crash discards them. Measured on 15,
     // 17 and 18: `-m fast` keeps `stats_reset`, `-m immediate` and a
-    // backend's `kill -9` move it. Without it, any restart is a crash.
-    let crashed = stats_reset != tx.stats_reset || (restarted && stats_reset.is_none());
+    // backend's `kill -9` move it. Without it, a crash cannot be told
+    // from anything: assume one.
+    let crashed = stats_reset != tx.stats_reset || stats_reset.is_none();
     Ok(Seen {
         status,
         restarted,

@@ -164,8 +164,10 @@ pub struct Mark {
 }
 
 /// The ledger row a transaction wrote: it is in the table exactly when
-/// that transaction committed (no run commits a range twice), so it
-/// settles a `COMMIT` whose answer was lost in a crash.
+/// that transaction committed, so it settles a `COMMIT` whose answer was
+/// lost in a crash. Asked by its key and by its `xmin` (the writer's id):
+/// a range can be in the ledger twice in one run (the same file named
+/// twice; a chunk's record set aside by `ON_ERROR`, then retried alone).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Written {
     id: Arc<Identity>,
@@ -186,7 +188,8 @@ pub(crate) async fn witnessed(
         .query_one(
             "SELECT txid_visible_in_snapshot($1, txid_current_snapshot()), \
              EXISTS (SELECT FROM pgtide.ledger WHERE input = $2 AND run = $3 \
-                     AND first_byte = $4 AND end_byte = $5)",
+                     AND first_byte = $4 AND end_byte = $5 \
+                     AND xmin::text::int8 = $1 % 4294967296)",
             &[
                 &xid,
                 &w.id.path,
