@@ -95,18 +95,15 @@ async fn see(client: &Client, tx: &TxStart) -> Result<Seen, tokio_postgres::Erro
     let started: Option<i64> = row.get(0);
     let stats_reset: Option<i64> = row.get(1);
     // A standby (a multi-host connection string may reach one) knows
-    // nothing final about the primary's transactions.
-    if row.get::<_, Option<bool>>(2) != Some(false) {
-        return Ok(Seen {
-            status: None,
-            restarted: true,
-            crashed: true,
-        });
-    }
-    let status = match client.query_one("SELECT txid_status($1)", &[&tx.xid]).await {
-        Ok(row) => row.get(0),
-        Err(e) if e.code() == Some(&SqlState::INVALID_PARAMETER_VALUE) => Some("future".into()),
-        Err(e) => return Err(e),
+    // nothing final about the primary's transactions: no status.
+    let primary = row.get::<_, Option<bool>>(2) == Some(false);
+    let status = match primary {
+        false => None,
+        true => match client.query_one("SELECT txid_status($1)", &[&tx.xid]).await {
+            Ok(row) => row.get(0),
+            Err(e) if e.code() == Some(&SqlState::INVALID_PARAMETER_VALUE) => Some("future".into()),
+            Err(e) => return Err(e),
+        },
     };
     let restarted = started != Some(tx.server_started);
     // A clean restart keeps the statistics (and its shutdown checkpoint

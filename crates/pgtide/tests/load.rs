@@ -298,9 +298,7 @@ async fn text_escapes_into_a_latin1_database_go_by_copy() {
         .batch_execute("CREATE DATABASE l1 ENCODING 'LATIN1' TEMPLATE template0 LOCALE 'C'")
         .await
         .unwrap();
-    let conninfo = db.cluster.conninfo().replace(" dbname=", " dbname=l1 x=");
-    let conninfo = conninfo.replace(" x=postgres", "");
-    let target = pgtide::conn::Target::parse(&conninfo).unwrap();
+    let target = db.target.with_dbname("l1");
     let l1 = target.connect().await.unwrap();
     l1.batch_execute("CREATE TABLE e (v text)").await.unwrap();
     let path = db.file(b"\\303\\251\n", support::Compress::None);
