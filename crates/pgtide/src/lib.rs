@@ -25,5 +25,6 @@ pub mod shard;
 pub mod snapshot;
 pub mod source;
 pub mod transfer;
+pub mod witness;
 
 pub use error::{Error, ErrorKind, Result};

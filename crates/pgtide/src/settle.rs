@@ -13,8 +13,12 @@
 //! server restarted or a backend's crash made the same postmaster recover
 //! (its start time unchanged), and keeps them across a clean restart,
 //! which hands no id out again (see [`crate::batch::TxStart`]). Then
+//! "committed" is ours if a larger id committed durably before our
+//! `COMMIT` was sent, in the same server life (`crate::witness`, which
+//! loaders and copies ask for): recovery hands out no id below it. Else
 //! only the transaction's ledger row (`--resume`) can witness; without
-//! one, nobody can tell and the caller stops saying so rather than guess.
+//! either, nobody can tell and the caller stops saying so rather than
+//! guess.
 //! (The checkpoint that ended crash recovery was tried as a witness, its
 //! next id being the first handed out after the crash; outside testing
 //! fooled it with a later shutdown checkpoint, a second crash, and an
@@ -159,8 +163,11 @@ pub(crate) async fn commit_status(
         let seen = see(client, tx).await?;
         match seen.status.as_deref() {
             Some("committed") if !seen.crashed => return Ok(Some(true)),
-            // After a crash, only the ledger row can say whose: the id may
-            // have gone to a stranger. Without one, nobody can tell.
+            // After a crash, ours if a witness made the id safe before
+            // the `COMMIT` was sent (`crate::witness`).
+            Some("committed") if crate::witness::vouches(tx) => return Ok(Some(true)),
+            // Else only the ledger row can say whose: the id may have gone
+            // to a stranger. Without one, nobody can tell.
             Some("committed") => match witness(client, tx, written).await? {
                 Some(answer) => return Ok(Some(answer)),
                 None if written.is_some() => {}

@@ -347,6 +347,7 @@ impl Loader {
                 .await
                 .map_err(BatchError::plain)?,
         );
+        self.witness_start(xid);
         let result = self.run(batch).await;
         match result {
             Ok(rows) => {
@@ -363,6 +364,21 @@ impl Loader {
                 }
                 Err(e)
             }
+        }
+    }
+
+    /// Has the witness ([`crate::witness`]) make the transaction's id safe
+    /// from a crash while its rows are sent.
+    fn witness_start(&self, xid: Option<TxStart>) {
+        if let (Some(w), Some(tx)) = (&self.spec.witness, xid) {
+            w.start(tx);
+        }
+    }
+
+    /// Waits, before `COMMIT`, for what [`Loader::witness_start`] began.
+    async fn witness_wait(&self, xid: Option<TxStart>) {
+        if let (Some(w), Some(tx)) = (&self.spec.witness, xid) {
+            w.vouch_for(&tx).await;
         }
     }
 
@@ -391,6 +407,7 @@ impl Loader {
         counted: Result<u64>,
     ) -> Result<u64, BatchError> {
         let merged = std::mem::take(&mut self.merged_now);
+        self.witness_wait(xid).await;
         match self.client.batch_execute("COMMIT").await {
             Ok(()) => {
                 match counted {

@@ -137,6 +137,11 @@ pub struct LoadOptions {
     /// connection, all or nothing (`load/single.rs`); with `--truncate` or
     /// `--create` it lets COPY write the rows frozen (FREEZE).
     pub single_transaction: bool,
+    /// Before each `COMMIT`, make its transaction id safe from a crash on
+    /// a connection of its own (see [`crate::witness`]), so that a
+    /// `COMMIT` a crash cut off is settled without `--resume`. On by
+    /// default; off only for tests of what happens without.
+    pub witness: bool,
 }
 
 impl LoadOptions {
@@ -167,6 +172,7 @@ impl LoadOptions {
             defer_indexes: false,
             defer_constraints: false,
             single_transaction: false,
+            witness: true,
         }
     }
 }

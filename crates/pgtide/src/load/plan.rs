@@ -57,4 +57,6 @@ pub(super) struct Plan {
     /// before the first writes and committed after the last chunk
     /// (`load/single.rs`).
     pub single_transaction: bool,
+    /// Each `COMMIT` waits for a witness first ([`crate::witness`]).
+    pub witness: bool,
 }

@@ -154,6 +154,9 @@ pub(super) fn loader_spec(plan: &Plan) -> LoaderSpec {
         on_error_sql: plan.on_error_sql.clone(),
         table_may_skip: plan.table_may_skip,
         upsert: plan.upsert.clone(),
+        witness: plan
+            .witness
+            .then(|| crate::witness::Witness::new(plan.target.clone())),
     }
 }
 

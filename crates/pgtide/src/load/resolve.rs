@@ -214,6 +214,7 @@ pub(super) async fn resolve(
         resume: resume.clone(),
         earlier_rejects,
         single_transaction: opts.single_transaction,
+        witness: opts.witness,
     };
     Ok(Resolved {
         plan,

@@ -170,6 +170,19 @@ const COORDINATOR: &str = "coordinator";
 struct Server {
     label: String,
     target: Target,
+    /// Makes each part's transaction id safe from a crash before its
+    /// `COMMIT` ([`crate::witness`]).
+    witness: Arc<crate::witness::Witness>,
+}
+
+impl Server {
+    fn new(label: String, target: &Target) -> Server {
+        Server {
+            label,
+            target: target.clone(),
+            witness: crate::witness::Witness::new(target.clone()),
+        }
+    }
 }
 
 struct Shared {
@@ -247,10 +260,7 @@ pub async fn run(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let mut servers = vec![Server {
-        label: COORDINATOR.into(),
-        target: target.clone(),
-    }];
+    let mut servers = vec![Server::new(COORDINATOR.into(), target)];
     let mut dests = vec![Dest {
         label: format!("{} (through the coordinator)", table.name),
         server: 0,
@@ -278,10 +288,7 @@ pub async fn run(
                 let server = match servers.iter().position(|s| s.label == r.server) {
                     Some(i) => i,
                     None => {
-                        servers.push(Server {
-                            label: r.server.clone(),
-                            target: r.target.clone(),
-                        });
+                        servers.push(Server::new(r.server.clone(), &r.target));
                         servers.len() - 1
                     }
                 };

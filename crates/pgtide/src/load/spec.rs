@@ -111,6 +111,9 @@ pub struct LoaderSpec {
     /// `--on-conflict`: the COPY statements above load the session's
     /// staging table, merged into the target by this (`load/upsert.rs`).
     pub upsert: Option<Arc<super::upsert::Upsert>>,
+    /// Makes each transaction's id safe from a crash before its `COMMIT`
+    /// ([`crate::witness`]); `None` when the load asked for none.
+    pub witness: Option<Arc<crate::witness::Witness>>,
 }
 
 impl LoaderSpec {

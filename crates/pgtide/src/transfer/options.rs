@@ -29,6 +29,11 @@ pub struct TransferOptions {
     /// Create tables missing on the target from `pg_dump --schema-only`
     /// of the source (see [`create`](super::create)).
     pub create: bool,
+    /// Before each range's `COMMIT`, make its transaction id safe from a
+    /// crash on a connection of its own (see [`crate::witness`]), so that
+    /// a `COMMIT` a crash cut off is settled. On by default; off only for
+    /// tests of what happens without.
+    pub witness: bool,
 }
 
 impl TransferOptions {
@@ -43,6 +48,7 @@ impl TransferOptions {
             verify: false,
             force_text: false,
             create: false,
+            witness: true,
         }
     }
 

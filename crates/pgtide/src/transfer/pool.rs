@@ -76,6 +76,7 @@ pub(super) async fn pool(
     sources: Vec<(Client, Wire)>,
     targets: Vec<Client>,
     to: &Target,
+    witness: bool,
     progress: Arc<Progress>,
 ) -> (Vec<(Job, Done)>, Option<Error>) {
     let (tx, rx) = async_channel::unbounded();
@@ -84,9 +85,13 @@ pub(super) async fn pool(
     }
     drop(tx);
     let stop = Arc::new(AtomicBool::new(false));
+    // One for all workers: a witness serves every transaction begun
+    // before it.
+    let witness = witness.then(|| crate::witness::Witness::new(to.clone()));
     let mut tasks = Vec::new();
     for (i, (source, target)) in sources.into_iter().zip(targets).enumerate() {
         let (rx, stop, progress, to) = (rx.clone(), stop.clone(), progress.clone(), to.clone());
+        let witness = witness.clone();
         tasks.push(tokio::spawn(async move {
             let mut done = Vec::new();
             let mut failure = None;
@@ -95,7 +100,7 @@ pub(super) async fn pool(
                     break;
                 }
                 let Ok(job) = rx.try_recv() else { break };
-                match range::run(&source, &target, &to, &job, &progress).await {
+                match range::run(&source, &target, (&to, witness.as_ref()), &job, &progress).await {
                     Ok(d) => {
                         Progress::add(&progress.rows_loaded, d.rows);
                         if let Some(w) = progress.worker_rows.get(i) {

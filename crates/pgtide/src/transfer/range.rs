@@ -22,6 +22,8 @@
 //! the id out again (`crate::settle`), so a range is reported committed
 //! only when it is.
 
+use std::sync::Arc;
+
 use bytes::BytesMut;
 use futures_util::SinkExt;
 use tokio_postgres::Client;
@@ -31,6 +33,7 @@ use crate::conn::{Target, Wire};
 use crate::copyout::CopyOut;
 use crate::error::{Error, ErrorKind, Result};
 use crate::progress::Progress;
+use crate::witness::Witness;
 
 /// Bytes gathered from the source's per-row messages before they go to
 /// the target as one CopyData message (as `load` sends them).
@@ -70,16 +73,20 @@ pub struct Done {
 }
 
 /// Copies `job` from `source` (inside the snapshot, with its [`Wire`]) to
-/// `target` (its client; `target_conn` to settle a lost COMMIT). On error
-/// the target transaction is rolled back (or was never committed).
+/// `target` (its client; `target_conn` to settle a lost COMMIT, with the
+/// `witness`, if any, that made its id safe from a crash first). On error the
+/// target transaction is rolled back (or was never committed).
 pub async fn run(
     source: &(Client, Wire),
     target: &Client,
-    target_conn: &Target,
+    (target_conn, witness): (&Target, Option<&Arc<Witness>>),
     job: &Job,
     progress: &Progress,
 ) -> Result<Done> {
     let tx = begin(target, &job.begin).await?;
+    if let Some(w) = witness {
+        w.start(tx);
+    }
     let copied = match copy(source, target, job, progress).await {
         Ok(c) => c,
         Err(e) => {
@@ -87,6 +94,9 @@ pub async fn run(
             return Err(e);
         }
     };
+    if let Some(w) = witness {
+        w.vouch_for(&tx).await;
+    }
     if let Err(e) = target.batch_execute("COMMIT").await {
         let e = Error::from(e);
         if e.kind() != ErrorKind::ConnectionLost {

@@ -177,11 +177,25 @@ async fn a_stop_request_lets_running_ranges_commit_and_lists_them() {
 }
 
 /// The target backend crashes in a range's `COMMIT` and crash recovery
-/// gives the range's transaction id to a stranger who commits: the range
-/// must not be reported copied (before the fix: copied, target empty), and
-/// the copy names it as in doubt.
+/// gives the range's transaction id to a stranger who commits: without a
+/// witness (`pgtide::witness`), the range must not be reported copied
+/// (before the fix: copied, target empty), and the copy names it as in
+/// doubt.
 #[tokio::test]
 async fn a_target_crash_in_commit_is_not_taken_for_a_strangers_commit() {
+    crash_in_commit(false).await;
+}
+
+/// The default: the witness made the range's id safe, so the crash hands
+/// it to nobody and the server's answer is the range's own: not committed
+/// (its backend died in `COMMIT`'s trigger), said as such, never "in
+/// doubt".
+#[tokio::test]
+async fn with_a_witness_a_target_crash_in_commit_is_settled() {
+    crash_in_commit(true).await;
+}
+
+async fn crash_in_commit(witness: bool) {
     let (src, dst) = pair().await;
     both(&src, &dst, "CREATE TABLE c (id int)").await;
     src.client
@@ -193,7 +207,8 @@ async fn a_target_crash_in_commit_is_not_taken_for_a_strangers_commit() {
         .await
         .unwrap();
     crate::crash::keep_wal_in_buffers(&dst.client).await;
-    let o = TransferOptions::new(names(&["c"]));
+    let mut o = TransferOptions::new(names(&["c"]));
+    o.witness = witness;
     let copy = {
         let (from, to) = (src.target.clone(), dst.target.clone());
         tokio::spawn(async move { transfer::run(&from, &to, &o, Arc::new(Progress::new(1))).await })
@@ -204,8 +219,13 @@ async fn a_target_crash_in_commit_is_not_taken_for_a_strangers_commit() {
     let got = ids(&check, "SELECT id FROM c").await;
     assert_eq!(got.len() as u64, r.tables[0].rows, "{:?}", r.tables[0]);
     assert!(got.is_empty(), "the stranger's commit is not the range");
-    // Nobody can tell whose commit it was: the range is named in doubt.
     let e = r.failure.expect("the copy stops");
+    if witness {
+        assert_ne!(stranger_xid, range_xid, "the witness made the id safe");
+        assert!(!e.message().starts_with("in doubt: "), "{e:?}");
+        return;
+    }
+    // Nobody can tell whose commit it was: the range is named in doubt.
     assert!(e.message().starts_with("in doubt: "), "{e:?}");
     assert!(e.message().contains("the whole table"), "{e:?}");
     assert!(e.hint().unwrap().contains("but the one in doubt"), "{e:?}");

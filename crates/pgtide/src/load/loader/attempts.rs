@@ -68,7 +68,9 @@ impl Loader {
             .simple_query(BEGIN_SQL)
             .await
             .map_err(BatchError::plain)?;
-        Ok(tx_start(&messages))
+        let xid = tx_start(&messages);
+        self.witness_start(xid);
+        Ok(xid)
     }
 
     /// Loads `batch` inside the transaction [`Loader::begin`] opened, under
@@ -322,6 +324,7 @@ impl Loader {
         // The last attempt's savepoint is settled in the same round trip;
         // if that fails, COMMIT does not run.
         let (settle, _) = std::mem::take(&mut self.open).settle();
+        self.witness_wait(xid).await;
         match self.client.batch_execute(&format!("{settle}COMMIT")).await {
             Ok(()) => {
                 self.skipped_by_table += pending.skipped_by_table;

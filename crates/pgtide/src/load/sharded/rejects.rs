@@ -172,7 +172,7 @@ async fn isolated_part(
     gate: &mut Gate,
 ) -> Result<(super::server::Counts, Vec<Reject>), PartFailed> {
     let label = &s.servers[i].label;
-    let tx = super::server::begin(client)
+    let tx = super::server::begin(s, client, i)
         .await
         .map_err(|e| name_server(e, label, None))?;
     let mut counts = Vec::new();

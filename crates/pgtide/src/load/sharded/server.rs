@@ -75,7 +75,7 @@ pub(super) async fn first_attempt(
         return Ok(Vec::new());
     }
     let label = &s.servers[i].label;
-    let tx = begin(client)
+    let tx = begin(s, client, i)
         .await
         .map_err(|e| part_error(e, label, chunk))?;
     let mut counts = Vec::new();
@@ -136,6 +136,7 @@ pub(super) async fn commit_part(
     counts: Counts,
 ) -> std::result::Result<Counts, PartFailed> {
     let label = &s.servers[i].label;
+    s.servers[i].witness.vouch_for(tx).await;
     if let Err(e) = client.batch_execute("COMMIT").await {
         let e = Error::from(e);
         if e.kind() != ErrorKind::ConnectionLost {
@@ -155,12 +156,14 @@ pub(super) async fn commit_part(
     Ok(counts)
 }
 
-/// Opens the transaction and returns its id (with the marks of the
-/// server's life that tell a crash), to settle a COMMIT whose answer is
-/// lost.
-pub(super) async fn begin(client: &Client) -> Result<TxStart> {
-    tx_start(&client.simple_query(BEGIN_SQL).await?)
-        .ok_or_else(|| Error::bug("txid_current() returned no row"))
+/// Opens the transaction on server `i` and returns its id (with the
+/// marks of the server's life that tell a crash), to settle a COMMIT
+/// whose answer is lost; its witness starts at once.
+pub(super) async fn begin(s: &Shared, client: &Client, i: usize) -> Result<TxStart> {
+    let tx = tx_start(&client.simple_query(BEGIN_SQL).await?)
+        .ok_or_else(|| Error::bug("txid_current() returned no row"))?;
+    s.servers[i].witness.start(tx);
+    Ok(tx)
 }
 
 /// Whether `tx` committed, asked on a new connection (`crate::settle`,

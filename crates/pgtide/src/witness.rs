@@ -1,0 +1,188 @@
+//! Makes a transaction's id safe from being handed out again by a crash,
+//! before its `COMMIT` is sent, so that a `COMMIT` whose answer a crash
+//! took can still be settled (`crate::settle`) without `--resume`'s
+//! ledger.
+//!
+//! Crash recovery hands out again only ids past every id it found in the
+//! WAL on disk: replaying a commit record moves the next id past it. So
+//! once any transaction with a larger id has committed *durably* (its
+//! commit record flushed, `synchronous_commit` at least `local`), ours can
+//! never go to a stranger, whatever a crash does next: `txid_status` then
+//! speaks of our transaction only, "committed" included.
+//!
+//! A [`Witness`] is that larger transaction: on its own connection, one
+//! `SELECT txid_current()` whose implicit transaction commits with a
+//! flush. A loader asks for one right after `BEGIN` ([`Witness::start`]),
+//! so that it runs while the chunk's rows are sent, and waits for it
+//! before `COMMIT` ([`Witness::vouch_for`]); one witness serves every
+//! transaction begun before it was sent, so workers share them. Its
+//! answer counts only within the server life it was read in (the marks of
+//! [`TxStart`]): a witness after a crash proves nothing about the ids
+//! before it.
+//!
+//! What witnesses proved is kept per server life for the whole process
+//! (`vouches`): it is a fact about the server, which whoever settles a
+//! `COMMIT` reads, however it reached the transaction.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_postgres::Client;
+
+use crate::batch::{tx_start, TxStart, TX_START_SQL};
+use crate::conn::Target;
+
+/// The statement a witness runs: its own transaction takes an id (larger
+/// than every id handed out before it) and commits it with a flush of the
+/// WAL, whatever the server's default `synchronous_commit`. It must write
+/// WAL: a transaction that wrote none commits without a flush even then
+/// (`RecordTransactionCommit`: "has not performed any WAL-logged
+/// operation"), and a crash loses its commit. A transactional logical
+/// decoding message is WAL that any role may write, needs no table, and
+/// changes nothing (decoding plugins that pass messages on see one with
+/// the prefix `pgtide.witness`).
+fn witness_sql() -> String {
+    format!(
+        "SET synchronous_commit = local; {TX_START_SQL} \
+         FROM pg_catalog.pg_logical_emit_message(true, 'pgtide.witness', '')"
+    )
+}
+
+/// How long a `COMMIT` waits for its witness: a witness that hangs must
+/// not hold the load (without it, a crash during that `COMMIT` leaves the
+/// rows in doubt, as before witnesses).
+const WAIT: Duration = Duration::from_secs(2);
+
+/// A server life: `pg_postmaster_start_time()` and the statistics' reset
+/// time, which a crash moves (see [`TxStart`]).
+type Life = (i64, i64);
+
+/// Per server life, the largest id known to have committed durably in it.
+static DURABLE: Mutex<Option<HashMap<Life, i64>>> = Mutex::new(None);
+
+fn life(tx: &TxStart) -> Option<Life> {
+    Some((tx.server_started, tx.stats_reset?))
+}
+
+/// Whether a transaction with a larger id than `tx`'s committed durably
+/// in the same server life: then no crash can give `tx`'s id to another
+/// transaction. Never without the statistics' reset time (a crash could
+/// not be seen).
+pub(crate) fn vouches(tx: &TxStart) -> bool {
+    let Some(life) = life(tx) else {
+        return false;
+    };
+    let durable = DURABLE.lock().expect("witness registry");
+    durable
+        .as_ref()
+        .and_then(|m| m.get(&life))
+        .is_some_and(|&xid| xid > tx.xid)
+}
+
+/// Records that `tx` committed durably.
+fn record(tx: &TxStart) {
+    let Some(life) = life(tx) else {
+        return;
+    };
+    let mut durable = DURABLE.lock().expect("witness registry");
+    let newest = durable
+        .get_or_insert_with(HashMap::new)
+        .entry(life)
+        .or_insert(tx.xid);
+    *newest = (*newest).max(tx.xid);
+}
+
+/// Witness transactions on a connection of their own to one target.
+#[derive(Debug)]
+pub struct Witness {
+    target: Target,
+    /// Opened on first use, dropped when it fails (opened again next time).
+    client: tokio::sync::Mutex<Option<Client>>,
+}
+
+impl Witness {
+    /// A witness for transactions on `target`; connects on first use.
+    pub fn new(target: Target) -> Arc<Witness> {
+        Arc::new(Witness {
+            target,
+            client: tokio::sync::Mutex::new(None),
+        })
+    }
+
+    /// Starts making `tx` safe in the background (see [`Witness::vouch_for`]).
+    pub fn start(self: &Arc<Self>, tx: TxStart) {
+        let witness = self.clone();
+        tokio::spawn(async move { witness.vouch_for(&tx).await });
+    }
+
+    /// Returns once a transaction begun after `tx` committed durably in
+    /// the same server life, or after 2 s, or when no witness could
+    /// run (no connection): the caller's `COMMIT` goes on either way, and
+    /// only a crash during it tells the difference.
+    pub async fn vouch_for(&self, tx: &TxStart) -> bool {
+        tokio::time::timeout(WAIT, self.run(tx))
+            .await
+            .unwrap_or(false)
+    }
+
+    async fn run(&self, tx: &TxStart) -> bool {
+        if vouches(tx) || life(tx).is_none() {
+            return vouches(tx);
+        }
+        // One witness at a time: whoever waited for the last one finds
+        // itself covered, unless that one began before its transaction.
+        let mut client = self.client.lock().await;
+        if vouches(tx) {
+            return true;
+        }
+        if client.is_none() {
+            *client = self.target.connect().await.ok();
+        }
+        let Some(c) = client.as_ref() else {
+            return false;
+        };
+        match c.simple_query(&witness_sql()).await {
+            Ok(messages) => {
+                if let Some(w) = tx_start(&messages) {
+                    record(&w);
+                }
+            }
+            Err(_) => *client = None,
+        }
+        vouches(tx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tx(xid: i64, reset: Option<i64>) -> TxStart {
+        TxStart {
+            xid,
+            server_started: 1,
+            stats_reset: reset,
+            backend_pid: None,
+        }
+    }
+
+    #[test]
+    fn only_a_larger_id_of_the_same_life_vouches() {
+        record(&tx(100, Some(7_000_001)));
+        assert!(vouches(&tx(99, Some(7_000_001))));
+        assert!(!vouches(&tx(100, Some(7_000_001))), "not itself");
+        assert!(!vouches(&tx(101, Some(7_000_001))));
+        assert!(!vouches(&tx(99, Some(7_000_002))), "another life");
+        record(&tx(200, None));
+        assert!(!vouches(&tx(99, None)), "a crash could not be seen");
+    }
+
+    #[test]
+    fn the_witness_statement_reads_a_tx_start() {
+        let sql = witness_sql();
+        assert!(sql.starts_with("SET synchronous_commit = local; SELECT txid_current()"));
+        assert!(sql.contains(TX_START_SQL));
+        assert!(sql.ends_with("pg_logical_emit_message(true, 'pgtide.witness', '')"));
+    }
+}
