@@ -136,19 +136,24 @@ impl Witness {
         if vouches(tx) {
             return true;
         }
-        if client.is_none() {
-            *client = self.target.connect().await.ok();
-        }
-        let Some(c) = client.as_ref() else {
-            return false;
-        };
-        match c.simple_query(&witness_sql()).await {
-            Ok(messages) => {
-                if let Some(w) = tx_start(&messages) {
-                    record(&w);
-                }
+        // Twice: a connection a restart broke fails once, then a new one
+        // is made.
+        for _ in 0..2 {
+            if client.is_none() {
+                *client = self.target.connect().await.ok();
             }
-            Err(_) => *client = None,
+            let Some(c) = client.as_ref() else {
+                return false;
+            };
+            match c.simple_query(&witness_sql()).await {
+                Ok(messages) => {
+                    if let Some(w) = tx_start(&messages) {
+                        record(&w);
+                    }
+                    break;
+                }
+                Err(_) => *client = None,
+            }
         }
         vouches(tx)
     }
