@@ -156,6 +156,7 @@ async fn check_accounted(
     ];
     assert_eq!(report.shards.len(), 2, "{:?}", report.shards);
     let mut total = 0;
+    let mut in_doubt = 0;
     for (server, got) in &present {
         let shard = report.shards.iter().find(|s| s.server == *server).unwrap();
         for r in &report.committed {
@@ -179,6 +180,7 @@ async fn check_accounted(
                 .filter(|(n, line)| routes[n] == *server && (r.first..=r.last).contains(*line))
                 .map(|(n, _)| *n)
                 .collect();
+            in_doubt += part.len() as u64;
             let there = part.iter().filter(|n| got.contains(n)).count();
             assert!(there == 0 || there == part.len(), "{r:?} on {server}");
             if there > 0 {
@@ -203,6 +205,8 @@ async fn check_accounted(
         })
         .sum();
     assert_eq!(report.rows_loaded + doubted, total);
+    // The parts in doubt are counted apart, never as loaded.
+    assert_eq!(report.rows_in_doubt, in_doubt, "rows in doubt");
     assert!(report.rows_read >= report.rows_loaded);
     // Without --rejects a bad row's line is never done; with it, it is
     // (done = committed or rejected) unless the load stopped first.

@@ -181,6 +181,7 @@ async fn isolated(loader: &mut Loader, ctx: &Ctx, id: usize, chunk: &Chunk, star
     let mut session = Session { loader, ctx };
     let (iso, err) = isolate(&mut session, chunk, start, &mut gate(ctx)).await;
     Progress::add(&ctx.progress.server_skipped, iso.server_skipped);
+    Progress::add(&ctx.progress.rows_in_doubt, iso.in_doubt);
     finished(ctx, id, chunk, iso.loaded, iso.bytes, iso.rejects, iso.done);
     match err {
         None => true,

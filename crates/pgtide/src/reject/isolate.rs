@@ -77,6 +77,9 @@ pub struct Isolated {
     /// it, unless isolation stopped midway (then those of `done`, so that
     /// the load's `bytes_loaded` does not count what was never loaded).
     pub bytes: u64,
+    /// Rows whose `COMMIT` got no answer that anyone could settle: all or
+    /// none of them committed (isolation then stops).
+    pub in_doubt: u64,
 }
 
 /// Where isolation starts from: what the attempt at the whole chunk did.
@@ -137,11 +140,20 @@ pub async fn isolate(
     match in_one_transaction(loader, chunk, start, gate).await {
         Ok(Some(out)) => return finish(chunk, out, None),
         Ok(None) => {}
-        Err(e) => {
+        Err(stopped) => {
             // Rows the chunk's own attempt committed (`ON_ERROR ignore`)
             // stay committed whatever happened here: they are reported
             // as loaded and their lines as done.
-            let out = committed_by_attempt(loader, chunk, &again);
+            let mut out = committed_by_attempt(loader, chunk, &again);
+            let e = match stopped {
+                Stopped::Limit(e) => e,
+                Stopped::InDoubt(e) => {
+                    // The transaction held every other row of the chunk.
+                    let settled = out.loaded + out.rejects.len() as u64;
+                    out.in_doubt = chunk.records.saturating_sub(settled);
+                    e
+                }
+            };
             return finish(chunk, out, Some(e));
         }
     }
@@ -178,6 +190,14 @@ fn finish(chunk: &Chunk, mut out: Isolated, e: Option<Error>) -> (Isolated, Opti
     (out, e)
 }
 
+/// Why the one transaction of [`in_one_transaction`] stopped isolation.
+enum Stopped {
+    /// `--max-rejects` was exceeded: nothing committed.
+    Limit(Error),
+    /// Its `COMMIT` got no answer that anyone could settle.
+    InDoubt(Error),
+}
+
 /// The whole chunk's isolation in one transaction (see
 /// [`Mode::OneTransaction`]). `Ok(None)`: nothing of it was committed, so
 /// the caller may do it again range by range. The rejects are weighed
@@ -190,7 +210,7 @@ async fn in_one_transaction(
     chunk: &Chunk,
     start: Start,
     gate: &mut Gate,
-) -> Result<Option<Isolated>> {
+) -> std::result::Result<Option<Isolated>, Stopped> {
     let Ok(xid) = loader.begin().await else {
         return Ok(None);
     };
@@ -210,7 +230,7 @@ async fn in_one_transaction(
     }
     if !gate.claim_all(out.rejects.len()) {
         loader.rollback().await;
-        return Err(reject_limit());
+        return Err(Stopped::Limit(reject_limit()));
     }
     match loader.commit(xid).await {
         Ok(true) => Ok(Some(out)),
@@ -218,8 +238,14 @@ async fn in_one_transaction(
             gate.release(out.rejects.len() as u64);
             Ok(None)
         }
-        // Perhaps committed: the claims stand, and the load stops.
-        Err(e) => Err(Error::from(e.error)),
+        // Perhaps committed, perhaps not: its rejects are not written,
+        // nor counted as rejected; its rows are in doubt, and the load
+        // stops.
+        Err(e) => {
+            gate.release(out.rejects.len() as u64);
+            let (first, last) = (chunk.first_line, chunk.last_line());
+            Err(Stopped::InDoubt(in_doubt_error(chunk, first, last, e)))
+        }
     }
 }
 
@@ -394,6 +420,11 @@ async fn run(
                 }
             }
         };
+        if e.commit_unknown {
+            out.in_doubt += site.kept(lo, hi) as u64;
+            let line = |i: usize| spans.get(i).map_or(chunk.first_line, |s| chunk.line_of(s));
+            return Err(in_doubt_error(chunk, line(lo), line(hi - 1), e));
+        }
         if classify(&e.error) != Class::Row {
             return Err(stop_error(&site, lo, e));
         }
@@ -498,6 +529,25 @@ fn reject(
 }
 
 /// An error that ends isolation, placed at the range it happened in.
+/// The error for rows of `chunk` on lines `first..=last` (as far as
+/// their records start) whose `COMMIT` nobody could settle.
+fn in_doubt_error(chunk: &Chunk, first: u64, last: u64, e: BatchError) -> Error {
+    let err = Error::from(e.error);
+    Error::new(
+        err.kind(),
+        format!(
+            "{}: while isolating bad rows: {}",
+            chunk.input,
+            err.message()
+        ),
+    )
+    .with_hint(format!(
+        "the connection broke while committing the rows of lines {first}-{} of {}          (their bad rows not written to the reject file), and the server cannot say          whether that committed: check whether they are in the table before loading them          again (with --resume, pgtide's ledger settles this itself)",
+        last.max(first),
+        chunk.input
+    ))
+}
+
 fn stop_error(site: &Site<'_>, lo: usize, e: BatchError) -> Error {
     let line = (site.spans.get(lo)).map_or(site.chunk.first_line, |s| site.chunk.line_of(s));
     let err = Error::from(e.error);

@@ -66,9 +66,20 @@ pub async fn crash_in_commit(admin: &Client, target: &Target) -> (i64, i64) {
             continue;
         };
         // The first connection after the kill may still be the old
-        // server life's, about to be told to go.
-        if let Ok(row) = c.query_one("SELECT txid_current()", &[]).await {
-            return (killed_xid, row.get::<_, i64>(0) & 0xffff_ffff);
+        // server life's, about to be told to go. Ids below the killed
+        // one that were handed out again too (an earlier transaction of
+        // the load's that rolled back) are taken, one transaction each,
+        // until the killed one is reached or passed.
+        let mut taken = None;
+        while let Ok(row) = c.query_one("SELECT txid_current()", &[]).await {
+            let xid = row.get::<_, i64>(0) & 0xffff_ffff;
+            taken = Some(xid);
+            if xid >= killed_xid || Instant::now() >= deadline {
+                break;
+            }
+        }
+        if let Some(xid) = taken {
+            return (killed_xid, xid);
         }
     }
 }

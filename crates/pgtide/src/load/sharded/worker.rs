@@ -123,6 +123,12 @@ pub(super) async fn worker(
                 Err(f) => {
                     if f.in_doubt {
                         l.in_doubt[i].push(range.clone());
+                        // All or none of the server's part committed.
+                        let part: usize = (0..s.dests.len())
+                            .filter(|&d| s.dests[d].server == i)
+                            .map(|d| routed.records[d].len())
+                            .sum();
+                        Progress::add(&s.progress.rows_in_doubt, part as u64);
                     }
                     if failed.is_none() {
                         failed = Some(f);
