@@ -49,6 +49,13 @@ macro_rules! server_life {
 /// come from, to read again on another connection.
 pub const SERVER_LIFE_SQL: &str = server_life!();
 
+/// The timeline the server writes its WAL on (the first 8 hex digits of
+/// the current WAL file's name), `NULL` on a standby. A promoted standby
+/// writes on a new timeline, a crash recovery of the same server goes on
+/// on the old one: what was on the disk of one is not on the other.
+pub const TIMELINE_SQL: &str = "CASE WHEN pg_is_in_recovery() THEN NULL \
+     ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END";
+
 /// The query that reads a [`TxStart`] in an open transaction (giving it
 /// its id).
 macro_rules! tx_start_sql {

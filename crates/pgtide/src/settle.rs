@@ -14,8 +14,9 @@
 //! (its start time unchanged), and keeps them across a clean restart,
 //! which hands no id out again (see [`crate::batch::TxStart`]). Then
 //! "committed" is ours if a larger id committed durably before our
-//! `COMMIT` was sent, in the same server life (`crate::witness`, which
-//! loaders and copies ask for): recovery hands out no id below it. Else
+//! `COMMIT` was sent, in the same server life, and the server answering
+//! writes on the same timeline (`crate::witness`, which loaders and
+//! copies ask for): recovery hands out no id below it. Else
 //! only the transaction's ledger row (`--resume`) can witness; without
 //! either, nobody can tell and the caller stops saying so rather than
 //! guess.
@@ -32,7 +33,7 @@ use tokio_postgres::Client;
 
 use crate::conn::Target;
 
-use crate::batch::{TxStart, SERVER_LIFE_SQL};
+use crate::batch::{TxStart, SERVER_LIFE_SQL, TIMELINE_SQL};
 use crate::load::ledger::{self, Written};
 
 /// How often, 100 ms apart, a transaction still in progress is asked
@@ -80,6 +81,8 @@ struct Seen {
     /// Crash recovery ran since `BEGIN` (or someone reset the archiver's
     /// statistics, which reads the same and is answered as carefully).
     crashed: bool,
+    /// The timeline the server writes on (`None` on a standby).
+    timeline: Option<String>,
 }
 
 /// Reads the server's life marks, then `txid_status`. An id at or past
@@ -92,7 +95,7 @@ struct Seen {
 async fn see(client: &Client, tx: &TxStart) -> Result<Seen, tokio_postgres::Error> {
     let row = client
         .query_one(
-            &format!("SELECT {SERVER_LIFE_SQL}, pg_is_in_recovery()"),
+            &format!("SELECT {SERVER_LIFE_SQL}, pg_is_in_recovery(), {TIMELINE_SQL}"),
             &[],
         )
         .await?;
@@ -101,6 +104,7 @@ async fn see(client: &Client, tx: &TxStart) -> Result<Seen, tokio_postgres::Erro
     // A standby (a multi-host connection string may reach one) knows
     // nothing final about the primary's transactions: no status.
     let primary = row.get::<_, Option<bool>>(2) == Some(false);
+    let timeline: Option<String> = row.get(3);
     let status = match primary {
         false => None,
         true => match client.query_one("SELECT txid_status($1)", &[&tx.xid]).await {
@@ -120,6 +124,7 @@ async fn see(client: &Client, tx: &TxStart) -> Result<Seen, tokio_postgres::Erro
         status,
         restarted,
         crashed,
+        timeline,
     })
 }
 
@@ -165,7 +170,9 @@ pub(crate) async fn commit_status(
             Some("committed") if !seen.crashed => return Ok(Some(true)),
             // After a crash, ours if a witness made the id safe before
             // the `COMMIT` was sent (`crate::witness`).
-            Some("committed") if crate::witness::vouches(tx) => return Ok(Some(true)),
+            Some("committed") if crate::witness::vouches(tx, seen.timeline.as_deref()) => {
+                return Ok(Some(true))
+            }
             // Else only the ledger row can say whose: the id may have gone
             // to a stranger. Without one, nobody can tell.
             Some("committed") => match witness(client, tx, written).await? {

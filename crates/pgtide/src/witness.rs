@@ -18,7 +18,10 @@
 //! transaction begun before it was sent, so workers share them. Its
 //! answer counts only within the server life it was read in (the marks of
 //! [`TxStart`]): a witness after a crash proves nothing about the ids
-//! before it.
+//! before it. And it counts only for a server that goes on from the disk
+//! it was flushed to: one writing on the same timeline. A standby
+//! promoted after a failover (which a multi-host connection string may
+//! reach) may have missed it, and writes on a new timeline.
 //!
 //! What witnesses proved is kept per server life for the whole process
 //! (`vouches`): it is a fact about the server, which whoever settles a
@@ -30,7 +33,7 @@ use std::time::Duration;
 
 use tokio_postgres::Client;
 
-use crate::batch::{tx_start, TxStart, TX_START_SQL};
+use crate::batch::{tx_start, TxStart, TIMELINE_SQL, TX_START_SQL};
 use crate::conn::Target;
 
 /// The statement a witness runs: its own transaction takes an id (larger
@@ -44,7 +47,7 @@ use crate::conn::Target;
 /// the prefix `pgtide.witness`).
 fn witness_sql() -> String {
     format!(
-        "SET synchronous_commit = local; {TX_START_SQL} \
+        "SET synchronous_commit = local; {TX_START_SQL}, {TIMELINE_SQL} \
          FROM pg_catalog.pg_logical_emit_message(true, 'pgtide.witness', '')"
     )
 }
@@ -58,30 +61,35 @@ const WAIT: Duration = Duration::from_secs(2);
 /// time, which a crash moves (see [`TxStart`]).
 type Life = (i64, i64);
 
-/// Per server life, the largest id known to have committed durably in it.
-static DURABLE: Mutex<Option<HashMap<Life, i64>>> = Mutex::new(None);
+/// Per server life, the largest id known to have committed durably in it,
+/// and the timeline it was written on ([`TIMELINE_SQL`]).
+static DURABLE: Mutex<Option<HashMap<Life, (i64, String)>>> = Mutex::new(None);
 
 fn life(tx: &TxStart) -> Option<Life> {
     Some((tx.server_started, tx.stats_reset?))
 }
 
-/// Whether a transaction with a larger id than `tx`'s committed durably
-/// in the same server life: then no crash can give `tx`'s id to another
-/// transaction. Never without the statistics' reset time (a crash could
-/// not be seen).
-pub(crate) fn vouches(tx: &TxStart) -> bool {
-    let Some(life) = life(tx) else {
-        return false;
-    };
+/// The witness that covers `tx`: a transaction with a larger id that
+/// committed durably in the same server life; its timeline.
+fn covering(tx: &TxStart) -> Option<String> {
+    let life = life(tx)?;
     let durable = DURABLE.lock().expect("witness registry");
-    durable
-        .as_ref()
-        .and_then(|m| m.get(&life))
-        .is_some_and(|&xid| xid > tx.xid)
+    let (xid, timeline) = durable.as_ref()?.get(&life)?;
+    (*xid > tx.xid).then(|| timeline.clone())
 }
 
-/// Records that `tx` committed durably.
-fn record(tx: &TxStart) {
+/// Whether no crash can have given `tx`'s id to another transaction, for
+/// a server now writing on `timeline`: a witness covers it and that
+/// server goes on from the disk the witness was flushed to (the same
+/// timeline; a standby promoted since, which may have missed the
+/// witness, writes on a new one). Never without the statistics' reset
+/// time (a crash could not be seen) nor on a standby (no timeline).
+pub(crate) fn vouches(tx: &TxStart, timeline: Option<&str>) -> bool {
+    timeline.is_some() && covering(tx).as_deref() == timeline
+}
+
+/// Records that `tx` committed durably, written on `timeline`.
+fn record(tx: &TxStart, timeline: String) {
     let Some(life) = life(tx) else {
         return;
     };
@@ -89,8 +97,10 @@ fn record(tx: &TxStart) {
     let newest = durable
         .get_or_insert_with(HashMap::new)
         .entry(life)
-        .or_insert(tx.xid);
-    *newest = (*newest).max(tx.xid);
+        .or_insert((tx.xid, timeline.clone()));
+    if tx.xid >= newest.0 {
+        *newest = (tx.xid, timeline);
+    }
 }
 
 /// Witness transactions on a connection of their own to one target.
@@ -127,13 +137,13 @@ impl Witness {
     }
 
     async fn run(&self, tx: &TxStart) -> bool {
-        if vouches(tx) || life(tx).is_none() {
-            return vouches(tx);
+        if covering(tx).is_some() || life(tx).is_none() {
+            return covering(tx).is_some();
         }
         // One witness at a time: whoever waited for the last one finds
         // itself covered, unless that one began before its transaction.
         let mut client = self.client.lock().await;
-        if vouches(tx) {
+        if covering(tx).is_some() {
             return true;
         }
         // Twice: a connection a restart broke fails once, then a new one
@@ -147,16 +157,26 @@ impl Witness {
             };
             match c.simple_query(&witness_sql()).await {
                 Ok(messages) => {
-                    if let Some(w) = tx_start(&messages) {
-                        record(&w);
+                    if let Some((w, timeline)) = witnessed(&messages) {
+                        record(&w, timeline);
                     }
                     break;
                 }
                 Err(_) => *client = None,
             }
         }
-        vouches(tx)
+        covering(tx).is_some()
     }
+}
+
+/// The witness's id, life and timeline in the answer to [`witness_sql`].
+fn witnessed(messages: &[tokio_postgres::SimpleQueryMessage]) -> Option<(TxStart, String)> {
+    let tx = tx_start(messages)?;
+    let timeline = messages.iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(4).map(str::to_owned),
+        _ => None,
+    })?;
+    Some((tx, timeline))
 }
 
 #[cfg(test)]
@@ -173,14 +193,29 @@ mod tests {
     }
 
     #[test]
-    fn only_a_larger_id_of_the_same_life_vouches() {
-        record(&tx(100, Some(7_000_001)));
-        assert!(vouches(&tx(99, Some(7_000_001))));
-        assert!(!vouches(&tx(100, Some(7_000_001))), "not itself");
-        assert!(!vouches(&tx(101, Some(7_000_001))));
-        assert!(!vouches(&tx(99, Some(7_000_002))), "another life");
-        record(&tx(200, None));
-        assert!(!vouches(&tx(99, None)), "a crash could not be seen");
+    fn only_a_larger_id_of_the_same_life_and_timeline_vouches() {
+        let tl = || "00000001".to_owned();
+        record(&tx(100, Some(7_000_001)), tl());
+        assert!(vouches(&tx(99, Some(7_000_001)), Some("00000001")));
+        assert!(
+            !vouches(&tx(99, Some(7_000_001)), Some("00000002")),
+            "promoted"
+        );
+        assert!(!vouches(&tx(99, Some(7_000_001)), None), "a standby");
+        assert!(
+            !vouches(&tx(100, Some(7_000_001)), Some("00000001")),
+            "not itself"
+        );
+        assert!(!vouches(&tx(101, Some(7_000_001)), Some("00000001")));
+        assert!(
+            !vouches(&tx(99, Some(7_000_002)), Some("00000001")),
+            "another life"
+        );
+        record(&tx(200, None), tl());
+        assert!(
+            !vouches(&tx(99, None), Some("00000001")),
+            "a crash could not be seen"
+        );
     }
 
     #[test]
@@ -188,6 +223,7 @@ mod tests {
         let sql = witness_sql();
         assert!(sql.starts_with("SET synchronous_commit = local; SELECT txid_current()"));
         assert!(sql.contains(TX_START_SQL));
+        assert!(sql.contains(TIMELINE_SQL));
         assert!(sql.ends_with("pg_logical_emit_message(true, 'pgtide.witness', '')"));
     }
 }
