@@ -109,6 +109,10 @@ pub struct Witness {
     target: Target,
     /// Opened on first use, dropped when it fails (opened again next time).
     client: tokio::sync::Mutex<Option<Client>>,
+    /// The server refused the witness's statement (a role without the
+    /// right to `pg_logical_emit_message`, a read-only server): it is not
+    /// asked again, and the loads go on without proofs.
+    refused: std::sync::atomic::AtomicBool,
 }
 
 impl Witness {
@@ -117,6 +121,7 @@ impl Witness {
         Arc::new(Witness {
             target,
             client: tokio::sync::Mutex::new(None),
+            refused: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -146,6 +151,9 @@ impl Witness {
         if covering(tx).is_some() {
             return true;
         }
+        if self.refused.load(std::sync::atomic::Ordering::Relaxed) {
+            return false;
+        }
         // Twice: a connection a restart broke fails once, then a new one
         // is made.
         for _ in 0..2 {
@@ -162,11 +170,26 @@ impl Witness {
                     }
                     break;
                 }
+                Err(e) if refusal(&e) => {
+                    self.refused
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                    break;
+                }
                 Err(_) => *client = None,
             }
         }
         covering(tx).is_some()
     }
+}
+
+/// Whether the server refused the witness's statement for good: no right
+/// to run it, no such function, a read-only server (not a session ended
+/// by a restart, which the next connection gets past).
+fn refusal(e: &tokio_postgres::Error) -> bool {
+    e.code().is_some_and(|c| {
+        let code = c.code();
+        code.starts_with("42") || code == "25006" || code.starts_with("0A")
+    })
 }
 
 /// The witness's id, life and timeline in the answer to [`witness_sql`].
