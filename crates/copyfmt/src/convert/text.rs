@@ -115,7 +115,46 @@ pub(super) fn encode_bytea(v: &[u8], out: &mut Vec<u8>) -> Result<(), Uncertain>
     Ok(())
 }
 
+/// Each byte's value as a hex digit, or 0xFF.
+static HEX: [u8; 256] = {
+    let mut t = [0xFFu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        t[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
+/// The canonical form `8-4-4-4-12` (what PostgreSQL prints, so nearly
+/// every file's), decoded without branching per digit; `None` for any
+/// other spelling, which [`encode_uuid`] then reads digit by digit.
+fn canonical_uuid(v: &[u8]) -> Option<[u8; 16]> {
+    if v.len() != 36 || v[8] != b'-' || v[13] != b'-' || v[18] != b'-' || v[23] != b'-' {
+        return None;
+    }
+    const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+    let mut bytes = [0u8; 16];
+    let mut bad = 0u8;
+    for (byte, &at) in bytes.iter_mut().zip(AT.iter()) {
+        let (hi, lo) = (HEX[v[at] as usize], HEX[v[at + 1] as usize]);
+        bad |= (hi | lo) & 0xF0;
+        *byte = hi << 4 | (lo & 0x0F);
+    }
+    (bad == 0).then_some(bytes)
+}
+
 pub(super) fn encode_uuid(v: &[u8], out: &mut Vec<u8>) -> Result<(), Uncertain> {
+    if let Some(bytes) = canonical_uuid(v) {
+        out.extend_from_slice(&bytes);
+        return Ok(());
+    }
     let mut s = v;
     let braces = s.first() == Some(&b'{');
     if braces {
@@ -242,6 +281,11 @@ mod tests {
             " a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
             "a0eebc99--9c0b-4ef8-bb6d-6bb9bd380a11",
             "g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+            // The canonical length and hyphens, a bad digit anywhere.
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1g",
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd38-a11",
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a\u{0}1",
+            "a0eebc99-9c0b-4ef8-bb6d-\u{7f}bb9bd380a11",
         ] {
             assert_eq!(
                 enc(Encoder::Uuid, v.as_bytes()),
