@@ -81,8 +81,22 @@ struct Seen {
     /// Crash recovery ran since `BEGIN` (or someone reset the archiver's
     /// statistics, which reads the same and is answered as carefully).
     crashed: bool,
-    /// The timeline the server writes on (`None` on a standby).
-    timeline: Option<String>,
+    /// A witness makes "committed" ours even after a crash
+    /// (`crate::witness`): it covers the transaction, was flushed on the
+    /// timeline this server writes on, and this server knows it committed.
+    vouched: bool,
+}
+
+impl Seen {
+    /// An id not handed out (again) yet.
+    fn future() -> Seen {
+        Seen {
+            status: Some("future".into()),
+            restarted: false,
+            crashed: false,
+            vouched: false,
+        }
+    }
 }
 
 /// Reads the server's life marks, then `txid_status`. An id at or past
@@ -92,27 +106,38 @@ struct Seen {
 /// one past the newest *finished* transaction, so a transaction still
 /// running (a `COMMIT` still being done, a session that outlived its
 /// connection) is at or past it whenever nothing later has finished.
+///
+/// One statement reads it all: between two, a connection pooler could
+/// move the question to a server that crashed and recovered meanwhile,
+/// and the marks would not tell. The witness that covers `tx`, if any, is
+/// asked about in it too: a server that does not know it committed (one
+/// promoted on a timeline of the same number after another failover) is
+/// not the server it was flushed on. A standby (which a multi-host
+/// connection string may reach) knows nothing final about the primary's
+/// transactions: no status.
 async fn see(client: &Client, tx: &TxStart) -> Result<Seen, tokio_postgres::Error> {
-    let row = client
-        .query_one(
-            &format!("SELECT {SERVER_LIFE_SQL}, pg_is_in_recovery(), {TIMELINE_SQL}"),
-            &[],
-        )
-        .await?;
+    let cover = crate::witness::covering(tx);
+    let w = cover.as_ref().map(|c| c.0);
+    let sql = format!(
+        "SELECT {SERVER_LIFE_SQL}, pg_is_in_recovery(), {TIMELINE_SQL}, \
+         CASE WHEN pg_is_in_recovery() THEN NULL ELSE txid_status($1) END, \
+         CASE WHEN pg_is_in_recovery() THEN NULL ELSE txid_status($2) END"
+    );
+    let row = match client.query_one(&sql, &[&tx.xid, &w]).await {
+        Ok(row) => row,
+        // Not handed out (again) on this server: ours, and the witness
+        // flushed before it, are not on its disk.
+        Err(e) if e.code() == Some(&SqlState::INVALID_PARAMETER_VALUE) => return Ok(Seen::future()),
+        Err(e) => return Err(e),
+    };
     let started: Option<i64> = row.get(0);
     let stats_reset: Option<i64> = row.get(1);
-    // A standby (a multi-host connection string may reach one) knows
-    // nothing final about the primary's transactions: no status.
-    let primary = row.get::<_, Option<bool>>(2) == Some(false);
     let timeline: Option<String> = row.get(3);
-    let status = match primary {
-        false => None,
-        true => match client.query_one("SELECT txid_status($1)", &[&tx.xid]).await {
-            Ok(row) => row.get(0),
-            Err(e) if e.code() == Some(&SqlState::INVALID_PARAMETER_VALUE) => Some("future".into()),
-            Err(e) => return Err(e),
-        },
-    };
+    let status: Option<String> = row.get(4);
+    let witness_committed = row.get::<_, Option<String>>(5).as_deref() == Some("committed");
+    let vouched = witness_committed
+        && timeline.is_some()
+        && cover.as_ref().map(|c| &c.1) == timeline.as_ref();
     let restarted = started != Some(tx.server_started);
     // A clean restart keeps the statistics (and its shutdown checkpoint
     // covers every id handed out); a crash discards them. Measured on 15,
@@ -124,7 +149,7 @@ async fn see(client: &Client, tx: &TxStart) -> Result<Seen, tokio_postgres::Erro
         status,
         restarted,
         crashed,
-        timeline,
+        vouched,
     })
 }
 
@@ -170,9 +195,7 @@ pub(crate) async fn commit_status(
             Some("committed") if !seen.crashed => return Ok(Some(true)),
             // After a crash, ours if a witness made the id safe before
             // the `COMMIT` was sent (`crate::witness`).
-            Some("committed") if crate::witness::vouches(tx, seen.timeline.as_deref()) => {
-                return Ok(Some(true))
-            }
+            Some("committed") if seen.vouched => return Ok(Some(true)),
             // Else only the ledger row can say whose: the id may have gone
             // to a stranger. Without one, nobody can tell.
             Some("committed") => match witness(client, tx, written).await? {

@@ -24,7 +24,7 @@
 //! reach) may have missed it, and writes on a new timeline.
 //!
 //! What witnesses proved is kept per server life for the whole process
-//! (`vouches`): it is a fact about the server, which whoever settles a
+//! (`covering`): it is a fact about the server, which whoever settles a
 //! `COMMIT` reads, however it reached the transaction.
 
 use std::collections::HashMap;
@@ -70,22 +70,18 @@ fn life(tx: &TxStart) -> Option<Life> {
 }
 
 /// The witness that covers `tx`: a transaction with a larger id that
-/// committed durably in the same server life; its timeline.
-fn covering(tx: &TxStart) -> Option<String> {
+/// committed durably in the same server life; its id and the timeline it
+/// was flushed on. No crash can have given `tx`'s id to another
+/// transaction on a server that goes on from that disk: one that writes
+/// on the same timeline (a standby promoted since, which may have missed
+/// the witness, writes on a new one) and knows the witness committed
+/// (`crate::settle` asks both). Never without the statistics' reset
+/// time: a crash could not be seen.
+pub(crate) fn covering(tx: &TxStart) -> Option<(i64, String)> {
     let life = life(tx)?;
     let durable = DURABLE.lock().expect("witness registry");
     let (xid, timeline) = durable.as_ref()?.get(&life)?;
-    (*xid > tx.xid).then(|| timeline.clone())
-}
-
-/// Whether no crash can have given `tx`'s id to another transaction, for
-/// a server now writing on `timeline`: a witness covers it and that
-/// server goes on from the disk the witness was flushed to (the same
-/// timeline; a standby promoted since, which may have missed the
-/// witness, writes on a new one). Never without the statistics' reset
-/// time (a crash could not be seen) nor on a standby (no timeline).
-pub(crate) fn vouches(tx: &TxStart, timeline: Option<&str>) -> bool {
-    timeline.is_some() && covering(tx).as_deref() == timeline
+    (*xid > tx.xid).then(|| (*xid, timeline.clone()))
 }
 
 /// Records that `tx` committed durably, written on `timeline`.
@@ -216,29 +212,18 @@ mod tests {
     }
 
     #[test]
-    fn only_a_larger_id_of_the_same_life_and_timeline_vouches() {
+    fn only_a_larger_id_of_the_same_life_covers() {
         let tl = || "00000001".to_owned();
         record(&tx(100, Some(7_000_001)), tl());
-        assert!(vouches(&tx(99, Some(7_000_001)), Some("00000001")));
-        assert!(
-            !vouches(&tx(99, Some(7_000_001)), Some("00000002")),
-            "promoted"
-        );
-        assert!(!vouches(&tx(99, Some(7_000_001)), None), "a standby");
-        assert!(
-            !vouches(&tx(100, Some(7_000_001)), Some("00000001")),
-            "not itself"
-        );
-        assert!(!vouches(&tx(101, Some(7_000_001)), Some("00000001")));
-        assert!(
-            !vouches(&tx(99, Some(7_000_002)), Some("00000001")),
-            "another life"
-        );
+        assert_eq!(covering(&tx(99, Some(7_000_001))), Some((100, tl())));
+        assert_eq!(covering(&tx(100, Some(7_000_001))), None, "not itself");
+        assert_eq!(covering(&tx(101, Some(7_000_001))), None);
+        assert_eq!(covering(&tx(99, Some(7_000_002))), None, "another life");
+        record(&tx(120, Some(7_000_001)), "00000002".into());
+        let newest = Some((120, "00000002".to_owned()));
+        assert_eq!(covering(&tx(99, Some(7_000_001))), newest);
         record(&tx(200, None), tl());
-        assert!(
-            !vouches(&tx(99, None), Some("00000001")),
-            "a crash could not be seen"
-        );
+        assert_eq!(covering(&tx(99, None)), None, "a crash could not be seen");
     }
 
     #[test]

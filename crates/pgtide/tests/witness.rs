@@ -17,8 +17,13 @@ async fn a_role_that_may_not_run_the_witness_still_loads() {
     db.client
         .batch_execute(
             "CREATE ROLE plain LOGIN PASSWORD 'plain-pw';
-             REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) FROM PUBLIC;
-             REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, bytea) FROM PUBLIC;
+             DO $$ DECLARE f regprocedure; BEGIN
+                 -- Every version's signatures (17 added a fourth argument).
+                 FOR f IN SELECT oid::regprocedure FROM pg_proc
+                          WHERE proname = 'pg_logical_emit_message' LOOP
+                     EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
+                 END LOOP;
+             END $$;
              CREATE TABLE w (id int PRIMARY KEY, v text);
              GRANT SELECT, INSERT ON w TO plain",
         )
