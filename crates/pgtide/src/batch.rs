@@ -57,13 +57,20 @@ pub const TIMELINE_SQL: &str = "CASE WHEN pg_is_in_recovery() THEN NULL \
      ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END";
 
 /// The query that reads a [`TxStart`] in an open transaction (giving it
-/// its id).
+/// its id). Its last column makes the transaction's `COMMIT` durable when
+/// the server's default is `synchronous_commit = off`: a `COMMIT` answered
+/// before its WAL is on disk is counted as loaded, and a crash would take
+/// it back with no one to notice (outside testing: 9,399 of 500,000 rows
+/// gone, exit 0). `local` then, and any stronger setting kept as it is.
 macro_rules! tx_start_sql {
     () => {
         concat!(
             "SELECT txid_current(), ",
             server_life!(),
-            ", pg_backend_pid()"
+            ", pg_backend_pid(), \
+             set_config('synchronous_commit', \
+                 CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local' \
+                 ELSE current_setting('synchronous_commit') END, true)"
         )
     };
 }

@@ -192,7 +192,7 @@ fn refusal(e: &tokio_postgres::Error) -> bool {
 fn witnessed(messages: &[tokio_postgres::SimpleQueryMessage]) -> Option<(TxStart, String)> {
     let tx = tx_start(messages)?;
     let timeline = messages.iter().find_map(|m| match m {
-        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(4).map(str::to_owned),
+        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(5).map(str::to_owned),
         _ => None,
     })?;
     Some((tx, timeline))
