@@ -88,6 +88,16 @@ struct Seen {
 }
 
 impl Seen {
+    /// An answer from another cluster: no status.
+    fn foreign() -> Seen {
+        Seen {
+            status: None,
+            restarted: true,
+            crashed: true,
+            vouched: false,
+        }
+    }
+
     /// An id not handed out (again) yet.
     fn future() -> Seen {
         Seen {
@@ -116,6 +126,14 @@ impl Seen {
 /// connection string may reach) knows nothing final about the primary's
 /// transactions: no status.
 async fn see(client: &Client, tx: &TxStart) -> Result<Seen, tokio_postgres::Error> {
+    // Another cluster (a multi-host connection string may list one)
+    // knows nothing of ours: its answers settle nothing.
+    if let Some(ours) = crate::witness::system_of(tx) {
+        let answering = crate::witness::system_identifier(client).await;
+        if answering.is_some_and(|a| a != ours) {
+            return Ok(Seen::foreign());
+        }
+    }
     let cover = crate::witness::covering(tx);
     let w = cover.as_ref().map(|c| c.0);
     let sql = format!(

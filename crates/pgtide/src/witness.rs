@@ -65,6 +65,26 @@ type Life = (i64, i64);
 /// and the timeline it was written on ([`TIMELINE_SQL`]).
 static DURABLE: Mutex<Option<HashMap<Life, (i64, String)>>> = Mutex::new(None);
 
+/// Per server life, the cluster's `system_identifier`, where the role may
+/// read it: a multi-host connection string may list an unrelated cluster,
+/// which must not answer for ours.
+static SYSTEMS: Mutex<Option<HashMap<Life, i64>>> = Mutex::new(None);
+
+/// The `system_identifier` of the cluster `tx` ran on, when a witness
+/// read it in the same server life.
+pub(crate) fn system_of(tx: &TxStart) -> Option<i64> {
+    let life = life(tx)?;
+    let systems = SYSTEMS.lock().expect("witness registry");
+    systems.as_ref()?.get(&life).copied()
+}
+
+/// The cluster's `system_identifier` (`None` where the role may not read
+/// `pg_control_system()`).
+pub(crate) async fn system_identifier(client: &Client) -> Option<i64> {
+    let sql = "SELECT system_identifier FROM pg_catalog.pg_control_system()";
+    client.query_opt(sql, &[]).await.ok()??.get(0)
+}
+
 fn life(tx: &TxStart) -> Option<Life> {
     Some((tx.server_started, tx.stats_reset?))
 }
@@ -84,11 +104,18 @@ pub(crate) fn covering(tx: &TxStart) -> Option<(i64, String)> {
     (*xid > tx.xid).then(|| (*xid, timeline.clone()))
 }
 
-/// Records that `tx` committed durably, written on `timeline`.
-fn record(tx: &TxStart, timeline: String) {
+/// Records that `tx` committed durably, written on `timeline`, in the
+/// cluster `system`.
+fn record(tx: &TxStart, timeline: String, system: Option<i64>) {
     let Some(life) = life(tx) else {
         return;
     };
+    if let Some(system) = system {
+        let mut systems = SYSTEMS.lock().expect("witness registry");
+        systems
+            .get_or_insert_with(HashMap::new)
+            .insert(life, system);
+    }
     let mut durable = DURABLE.lock().expect("witness registry");
     let newest = durable
         .get_or_insert_with(HashMap::new)
@@ -103,8 +130,9 @@ fn record(tx: &TxStart, timeline: String) {
 #[derive(Debug)]
 pub struct Witness {
     target: Target,
-    /// Opened on first use, dropped when it fails (opened again next time).
-    client: tokio::sync::Mutex<Option<Client>>,
+    /// Opened on first use, dropped when it fails (opened again next time),
+    /// with the `system_identifier` of the cluster it reached.
+    client: tokio::sync::Mutex<Option<(Client, Option<i64>)>>,
     /// The server refused the witness's statement (a role without the
     /// right to `pg_logical_emit_message`, a read-only server): it is not
     /// asked again, and the loads go on without proofs.
@@ -154,15 +182,18 @@ impl Witness {
         // is made.
         for _ in 0..2 {
             if client.is_none() {
-                *client = self.target.connect().await.ok();
+                if let Ok(c) = self.target.connect().await {
+                    let system = system_identifier(&c).await;
+                    *client = Some((c, system));
+                }
             }
-            let Some(c) = client.as_ref() else {
+            let Some((c, system)) = client.as_ref() else {
                 return false;
             };
             match c.simple_query(&witness_sql()).await {
                 Ok(messages) => {
                     if let Some((w, timeline)) = witnessed(&messages) {
-                        record(&w, timeline);
+                        record(&w, timeline, *system);
                     }
                     break;
                 }
@@ -214,16 +245,18 @@ mod tests {
     #[test]
     fn only_a_larger_id_of_the_same_life_covers() {
         let tl = || "00000001".to_owned();
-        record(&tx(100, Some(7_000_001)), tl());
+        record(&tx(100, Some(7_000_001)), tl(), Some(42));
         assert_eq!(covering(&tx(99, Some(7_000_001))), Some((100, tl())));
         assert_eq!(covering(&tx(100, Some(7_000_001))), None, "not itself");
         assert_eq!(covering(&tx(101, Some(7_000_001))), None);
         assert_eq!(covering(&tx(99, Some(7_000_002))), None, "another life");
-        record(&tx(120, Some(7_000_001)), "00000002".into());
+        record(&tx(120, Some(7_000_001)), "00000002".into(), None);
         let newest = Some((120, "00000002".to_owned()));
         assert_eq!(covering(&tx(99, Some(7_000_001))), newest);
-        record(&tx(200, None), tl());
+        record(&tx(200, None), tl(), Some(43));
         assert_eq!(covering(&tx(99, None)), None, "a crash could not be seen");
+        assert_eq!(system_of(&tx(1, Some(7_000_001))), Some(42));
+        assert_eq!(system_of(&tx(1, Some(7_000_002))), None);
     }
 
     #[test]

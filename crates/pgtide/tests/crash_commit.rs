@@ -186,3 +186,53 @@ async fn rows_counted_loaded_survive_a_crash_when_the_server_commits_without_wai
         .get(0);
     assert_eq!(rows, 5000, "every row counted loaded is in the table");
 }
+
+/// A multi-host connection string that lists an unrelated cluster: the
+/// first server dies while a chunk's `COMMIT` is on its way, and the new
+/// connection reaches the second, whose own transactions committed under
+/// the chunk's id and its witness's. Its answer settles nothing (before:
+/// "loaded 1", exit 0, the row nowhere): the row is in doubt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_cluster_in_the_host_list_settles_nothing() {
+    let (a, b) = (Db::start().await, Db::start().await);
+    let consume =
+        "DO $$ BEGIN FOR i IN 1..3000 LOOP PERFORM txid_current(); COMMIT; END LOOP; END $$";
+    for (db, extra) in [(&a, slow_commit_sql("far")), (&b, consume.to_owned())] {
+        let sql = "ALTER ROLE CURRENT_USER PASSWORD 'both-pw'; CREATE TABLE far (id int, v text)";
+        db.client.batch_execute(sql).await.unwrap();
+        db.client.batch_execute(&extra).await.unwrap();
+    }
+    let user = a.target.user().to_owned();
+    let both = pgtide::conn::Target::parse_with(
+        &format!(
+            "host=127.0.0.1,127.0.0.1 port={},{} user={user} dbname={user} password=both-pw",
+            a.cluster.port(),
+            b.cluster.port()
+        ),
+        &pgtide::conn::Env::empty(),
+    )
+    .unwrap();
+    let o = a.csv_options(b"1,a\n", "far");
+    let load = tokio::spawn(async move { load::run(&both, &o, Arc::new(Progress::new(1))).await });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        assert!(std::time::Instant::now() < deadline, "no COMMIT waited");
+        let waiting = a
+            .client
+            .query_opt(
+                "SELECT 1 FROM pg_stat_activity WHERE query = 'COMMIT' AND wait_event = 'PgSleep'",
+                &[],
+            )
+            .await
+            .unwrap();
+        if waiting.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let cluster = &a.cluster;
+    tokio::task::block_in_place(|| cluster.stop("immediate")).expect("stop the first server");
+    let report = load.await.unwrap().expect("load starts");
+    let e = report.failure.expect("the load stops");
+    assert_eq!((report.rows_loaded, report.rows_in_doubt), (0, 1), "{e:?}");
+}
