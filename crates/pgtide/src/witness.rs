@@ -57,6 +57,9 @@ fn witness_sql() -> String {
 /// rows in doubt, as before witnesses).
 const WAIT: Duration = Duration::from_secs(2);
 
+/// The least time between two connection attempts of one witness.
+const RETRY: Duration = Duration::from_secs(1);
+
 /// A server life: `pg_postmaster_start_time()` and the statistics' reset
 /// time, which a crash moves (see [`TxStart`]).
 type Life = (i64, i64);
@@ -137,6 +140,10 @@ pub struct Witness {
     /// right to `pg_logical_emit_message`, a read-only server): it is not
     /// asked again, and the loads go on without proofs.
     refused: std::sync::atomic::AtomicBool,
+    /// After a failed connection attempt (a server at its connection
+    /// limit), none before this: every chunk asking again at once would
+    /// flood the server with refused connections.
+    next_try: Mutex<Option<std::time::Instant>>,
 }
 
 impl Witness {
@@ -146,6 +153,7 @@ impl Witness {
             target,
             client: tokio::sync::Mutex::new(None),
             refused: std::sync::atomic::AtomicBool::new(false),
+            next_try: Mutex::new(None),
         })
     }
 
@@ -165,6 +173,17 @@ impl Witness {
             .unwrap_or(false)
     }
 
+    /// Whether a connection may be tried now ([`RETRY`] since the last).
+    fn may_try(&self) -> bool {
+        let now = std::time::Instant::now();
+        let mut next_try = self.next_try.lock().expect("witness state");
+        if next_try.is_some_and(|t| now < t) {
+            return false;
+        }
+        *next_try = Some(now + RETRY);
+        true
+    }
+
     async fn run(&self, tx: &TxStart) -> bool {
         if covering(tx).is_some() || life(tx).is_none() {
             return covering(tx).is_some();
@@ -182,6 +201,9 @@ impl Witness {
         // is made.
         for _ in 0..2 {
             if client.is_none() {
+                if !self.may_try() {
+                    return false;
+                }
                 if let Ok(c) = self.target.connect().await {
                     let system = system_identifier(&c).await;
                     *client = Some((c, system));
