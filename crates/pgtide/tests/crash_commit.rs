@@ -125,6 +125,7 @@ async fn a_commit_lost_in_a_crash_while_isolating_leaves_the_chunk_in_doubt() {
         let hint = e.hint().unwrap_or_default();
         assert!(hint.contains("rows of lines 1-2"), "{e:?}");
         assert!(hint.contains("check whether"), "{e:?}");
+        assert!(!hint.contains("  "), "{hint}");
         assert_eq!(
             (
                 report.rows_loaded,

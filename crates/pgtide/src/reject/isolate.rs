@@ -542,7 +542,10 @@ fn in_doubt_error(chunk: &Chunk, first: u64, last: u64, e: BatchError) -> Error 
         ),
     )
     .with_hint(format!(
-        "the connection broke while committing the rows of lines {first}-{} of {}          (their bad rows not written to the reject file), and the server cannot say          whether that committed: check whether they are in the table before loading them          again (with --resume, pgtide's ledger settles this itself)",
+        "the connection broke while committing the rows of lines {first}-{} of {} \
+         (their bad rows not written to the reject file), and the server cannot say \
+         whether that committed: check whether they are in the table before loading them \
+         again (with --resume, pgtide's ledger settles this itself)",
         last.max(first),
         chunk.input
     ))
