@@ -11,15 +11,16 @@
 //! speaks of our transaction only, "committed" included.
 //!
 //! A [`Witness`] is that larger transaction: on its own connection, one
-//! `SELECT txid_current()` whose implicit transaction commits with a
-//! flush. A loader asks for one right after `BEGIN` ([`Witness::start`]),
+//! `SELECT txid_current()` beside a logical decoding message (WAL, so
+//! that its implicit transaction commits with a flush). A loader asks for one right after `BEGIN` ([`Witness::start`]),
 //! so that it runs while the chunk's rows are sent, and waits for it
 //! before `COMMIT` ([`Witness::vouch_for`]); one witness serves every
 //! transaction begun before it was sent, so workers share them. Its
 //! answer counts only within the server life it was read in (the marks of
 //! [`TxStart`]): a witness after a crash proves nothing about the ids
 //! before it. And it counts only for a server that goes on from the disk
-//! it was flushed to: one writing on the same timeline. A standby
+//! it was flushed to: the same cluster (`system_identifier`), writing on
+//! the same timeline, and knowing the witness committed. A standby
 //! promoted after a failover (which a multi-host connection string may
 //! reach) may have missed it, and writes on a new timeline.
 //!
