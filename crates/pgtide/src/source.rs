@@ -86,12 +86,28 @@ impl Source {
 
 /// Checks that `name` can be opened as an input (`-`, or a readable file
 /// that is not a directory), without reading it: a load checks every
-/// input this way before it touches the table (`--truncate`).
+/// input this way before it touches the table (`--truncate`). A pipe is
+/// only looked up, not opened: opening a named FIFO waits for its writer,
+/// and closing it again breaks the writer's pipe.
 pub fn check(name: &str) -> Result<()> {
-    if name != "-" {
+    if read_once(name) {
+        std::fs::metadata(name).map_err(|e| open_error(name, e))?;
+    } else if name != "-" {
         open_file(name)?;
     }
     Ok(())
+}
+
+/// Whether `name` can be read only once: stdin (`-`), or anything else
+/// that is not a regular file (a pipe, a named FIFO, the `/dev/fd/N` of a
+/// shell's `<(zcat ...)`, a socket, a terminal). Nothing may look into
+/// such an input before the load reads it (its format, a sample for
+/// `--create`, a fingerprint for `--resume`, a later file's header): the
+/// bytes looked at would be gone from the load (outside testing: `pgtide
+/// load <(cat f.csv)` lost the rows of the first 64 KiB, which peeking at
+/// the format had read).
+pub fn read_once(name: &str) -> bool {
+    name == "-" || std::fs::metadata(name).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
 /// Opens a plain file for reading; a directory is an error (reading one
@@ -229,19 +245,21 @@ mod tests {
 /// The COPY format of an input given without `--format`, and why: the
 /// binary COPY signature in its first (decompressed) bytes, else the file
 /// name (`.csv` -> csv; `.tsv`, `.txt`, `.tab` -> text, after any `.gz`
-/// or `.zst`), else csv. Stdin is not peeked at (it cannot be read twice):
-/// csv.
+/// or `.zst`), else csv. Stdin and pipes are not peeked at
+/// ([`read_once`]): by name, else csv.
 pub fn guess_format(name: &str) -> Result<(crate::copyopts::CopyFormat, &'static str)> {
     use crate::copyopts::CopyFormat;
     if name == "-" {
         return Ok((CopyFormat::Csv, "the default for stdin"));
     }
     let mut head = Vec::with_capacity(copyfmt::binary::SIGNATURE.len());
-    Source::open(name)?
-        .reader
-        .take(copyfmt::binary::SIGNATURE.len() as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| Error::read(name, e))?;
+    if !read_once(name) {
+        Source::open(name)?
+            .reader
+            .take(copyfmt::binary::SIGNATURE.len() as u64)
+            .read_to_end(&mut head)
+            .map_err(|e| Error::read(name, e))?;
+    }
     if head == copyfmt::binary::SIGNATURE {
         return Ok((
             CopyFormat::Binary,

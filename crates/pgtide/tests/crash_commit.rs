@@ -221,7 +221,7 @@ async fn another_cluster_in_the_host_list_settles_nothing() {
         let waiting = a
             .client
             .query_opt(
-                "SELECT 1 FROM pg_stat_activity WHERE query = 'COMMIT' AND wait_event = 'PgSleep'",
+                "SELECT 1 FROM pg_stat_activity WHERE query LIKE '%COMMIT' AND wait_event = 'PgSleep'",
                 &[],
             )
             .await

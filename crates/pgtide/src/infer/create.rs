@@ -274,9 +274,10 @@ pub async fn plan(
             ),
         );
     }
-    if inputs.iter().any(|i| i == "-") {
+    if inputs.iter().any(|i| crate::source::read_once(i)) {
         return Err(Error::config(
-            "--create samples the input before loading it, and stdin cannot be read twice",
+            "--create samples the input before loading it, and stdin or a pipe cannot be \
+             read twice",
         )
         .with_hint(
             "save the data to a file first (gzip/zstd are fine), or create the table yourself",

@@ -225,7 +225,7 @@ fn sample_input(input: &str, spec: &SampleSpec, state: &mut Option<State>) -> Re
             *state = Some(first_state(spec, Some(h), None)?);
         }
     }
-    if complete || !plain || input == "-" {
+    if complete || !plain || crate::source::read_once(input) {
         return Ok(complete);
     }
     if let Some(s) = state.as_mut() {

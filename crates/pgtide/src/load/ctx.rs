@@ -24,6 +24,9 @@ pub(super) struct Ctx {
     pub resume: Option<Arc<crate::load::ledger::Resume>>,
     /// `--on-conflict`: chunks take effect in input order.
     pub order: Option<crate::load::order::Order>,
+    /// Chunks commit lazily (`load/lazy.rs`): the worker holds each one
+    /// until a later flush proves it on disk.
+    pub lazy: bool,
     /// A chunk had bad rows: from then on each worker screens its next
     /// chunk while the current one loads (`worker::ahead`).
     pub dirty: AtomicBool,

@@ -363,7 +363,7 @@ pub async fn prepare_on(
     };
     let mut each = vec![BTreeMap::new(); ledgers.len()];
     for input in inputs {
-        if input == "-" {
+        if crate::source::read_once(input) {
             return Err(stdin_refused());
         }
         let path = std::fs::canonicalize(input)
@@ -433,7 +433,7 @@ pub async fn prepare_on(
 
 /// `--resume` cannot skip what it cannot read again.
 pub fn stdin_refused() -> Error {
-    Error::config("--resume cannot read stdin (-): a resumed run reads the input again from its start to skip what is committed")
+    Error::config("--resume cannot read stdin (-) or a pipe: a resumed run reads the input again from its start to skip what is committed")
         .with_hint("save the input to a file and load the file with --resume")
 }
 

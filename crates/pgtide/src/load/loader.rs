@@ -38,6 +38,7 @@ use super::binary;
 use super::copy::copy_bytes;
 use super::insert;
 use super::invariants::check_count;
+use super::lazy::{self, Lazy};
 use super::ledger;
 use super::spec::copy_error;
 pub use super::spec::{record_at_line, LoaderSpec, Method, MethodSetup};
@@ -201,6 +202,15 @@ pub struct Loader {
     /// `--on-conflict`: rows committed merges inserted and updated, not
     /// yet taken by [`Loader::take_merged`].
     merged: Merged,
+    /// The next batch may commit lazily (`load/lazy.rs`): set by the
+    /// worker for its first attempt only.
+    lazy_next: bool,
+    /// The last batch committed lazily (not yet known on disk).
+    lazy: Option<Lazy>,
+    /// The transaction of the last batch that committed.
+    last_commit: Option<TxStart>,
+    /// The transaction the last batch began.
+    last_begin: Option<TxStart>,
 }
 
 /// Counts of attempts not yet committed.
@@ -236,6 +246,25 @@ pub struct InDoubt {
     /// A server row count that nothing explains, found in it (the bug's
     /// message): reported if it committed.
     pub bug: Option<String>,
+    /// It committed lazily (`load/lazy.rs`): "committed" counts only once
+    /// known on disk.
+    pub lazy: bool,
+}
+
+impl InDoubt {
+    /// A lazily committed batch of `rows` rows, whose fate a broken
+    /// connection hid before it was known on disk.
+    pub(super) fn from_lazy(lazy: Lazy, rows: u64) -> InDoubt {
+        InDoubt {
+            tx: lazy.tx,
+            ledger: lazy.ledger,
+            rows,
+            skipped_by_table: 0,
+            merged: Merged::default(),
+            bug: None,
+            lazy: true,
+        }
+    }
 }
 
 impl Loader {
@@ -260,6 +289,10 @@ impl Loader {
             staged: None,
             merged_now: Merged::default(),
             merged: Merged::default(),
+            lazy_next: false,
+            lazy: None,
+            last_commit: None,
+            last_begin: None,
         }
     }
 
@@ -332,8 +365,32 @@ impl Loader {
         &self.spec
     }
 
+    /// The next [`Loader::load`] may commit lazily (`load/lazy.rs`), if
+    /// its witness vouches for it; a retry never does.
+    pub(super) fn commit_lazily_next(&mut self) {
+        self.lazy_next = true;
+    }
+
+    /// The last batch, if it committed lazily: not yet known on disk.
+    pub(super) fn take_lazy(&mut self) -> Option<Lazy> {
+        self.lazy.take()
+    }
+
+    /// The transaction of the last batch that committed on this
+    /// connection (`None` after a reconnect).
+    pub(super) fn last_commit(&self) -> Option<TxStart> {
+        self.last_commit
+    }
+
+    /// The transaction the last batch on this connection began.
+    pub(super) fn last_begin(&self) -> Option<TxStart> {
+        self.last_begin
+    }
+
     /// Loads `batch` in one transaction; returns the rows inserted.
     pub async fn load(&mut self, batch: &Batch) -> Result<u64, BatchError> {
+        let lazy = std::mem::take(&mut self.lazy_next);
+        (self.lazy, self.last_commit) = (None, None);
         self.in_doubt = None;
         self.written = None;
         self.skipped.clear();
@@ -347,13 +404,14 @@ impl Loader {
                 .await
                 .map_err(BatchError::plain)?,
         );
+        self.last_begin = xid;
         self.witness_start(xid);
         let result = self.run(batch).await;
         match result {
             Ok(rows) => {
                 let on_error = self.skipped.len() as u64;
                 let counted = check_count(batch.records, rows, on_error, self.spec.table_may_skip);
-                self.commit(xid, rows, counted).await
+                self.commit(xid, rows, counted, lazy).await
             }
             Err(e) => {
                 // The transaction is aborted; end it (a broken connection
@@ -375,10 +433,12 @@ impl Loader {
         }
     }
 
-    /// Waits, before `COMMIT`, for what [`Loader::witness_start`] began.
-    async fn witness_wait(&self, xid: Option<TxStart>) {
-        if let (Some(w), Some(tx)) = (&self.spec.witness, xid) {
-            w.vouch_for(&tx).await;
+    /// Waits, before `COMMIT`, for what [`Loader::witness_start`] began;
+    /// true when the witness vouched.
+    async fn witness_wait(&self, xid: Option<TxStart>) -> bool {
+        match (&self.spec.witness, xid) {
+            (Some(w), Some(tx)) => w.vouch_for(&tx).await,
+            _ => false,
         }
     }
 
@@ -400,16 +460,31 @@ impl Loader {
     /// Commits a batch whose statements succeeded with `rows` rows, of
     /// which `counted` says how many the table dropped (or why the count
     /// is a bug). The counts are taken only once the commit succeeded.
+    /// `lazy`: without waiting for the WAL flush (`load/lazy.rs`), if the
+    /// witness vouched and there is nothing to count but rows.
     async fn commit(
         &mut self,
         xid: Option<TxStart>,
         rows: u64,
         counted: Result<u64>,
+        lazy: bool,
     ) -> Result<u64, BatchError> {
         let merged = std::mem::take(&mut self.merged_now);
-        self.witness_wait(xid).await;
-        match self.client.batch_execute("COMMIT").await {
+        let vouched = self.witness_wait(xid).await;
+        let lazy = lazy
+            && vouched
+            && matches!(counted, Ok(0))
+            && self.skipped.is_empty()
+            && self.bug.is_none()
+            && merged == Merged::default();
+        let sql = if lazy { lazy::COMMIT_SQL } else { "COMMIT" };
+        match self.client.batch_execute(sql).await {
             Ok(()) => {
+                self.last_commit = xid;
+                if let (true, Some(tx)) = (lazy, xid) {
+                    let ledger = self.written.take();
+                    self.lazy = Some(Lazy { tx, ledger });
+                }
                 match counted {
                     Ok(n) => self.skipped_by_table += n,
                     Err(bug) => self.bug = Some(bug),
@@ -432,6 +507,7 @@ impl Loader {
                         skipped_by_table,
                         merged,
                         bug,
+                        lazy,
                     });
                 }
                 Err(BatchError {

@@ -28,6 +28,7 @@ mod ctx;
 pub mod indexes;
 mod insert;
 mod invariants;
+mod lazy;
 pub mod ledger;
 pub mod loader;
 mod order;
@@ -142,6 +143,11 @@ pub struct LoadOptions {
     /// `COMMIT` a crash cut off is settled without `--resume`. On by
     /// default; off only for tests of what happens without.
     pub witness: bool,
+    /// Chunks whose witness vouched commit without waiting for their WAL
+    /// flush, and are counted once a later flush proves them on disk
+    /// (`load/lazy.rs`). On by default; off for tests and for measuring
+    /// what it saves.
+    pub lazy_commit: bool,
 }
 
 impl LoadOptions {
@@ -173,6 +179,7 @@ impl LoadOptions {
             defer_constraints: false,
             single_transaction: false,
             witness: true,
+            lazy_commit: true,
         }
     }
 }
@@ -510,7 +517,7 @@ pub(super) fn check_local(opts: &LoadOptions) -> Result<()> {
         return Err(Error::config("--key needs --on-conflict")
             .with_hint("e.g. --on-conflict update --key id"));
     }
-    if opts.resume.is_some() && opts.inputs.iter().any(|i| i == "-") {
+    if opts.resume.is_some() && opts.inputs.iter().any(|i| crate::source::read_once(i)) {
         return Err(ledger::stdin_refused());
     }
     for input in &opts.inputs {

@@ -59,4 +59,6 @@ pub(super) struct Plan {
     pub single_transaction: bool,
     /// Each `COMMIT` waits for a witness first ([`crate::witness`]).
     pub witness: bool,
+    /// Chunks may commit lazily (`load/lazy.rs`).
+    pub lazy_commit: bool,
 }

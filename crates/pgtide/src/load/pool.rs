@@ -65,6 +65,13 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         Some((client, ..)) => spec.prepare(client).await?,
         None => Vec::new(),
     };
+    // Asked before `start_writing` opens a transaction on that connection.
+    let lazy = match clients.first() {
+        Some((client, ..)) if plan.lazy_commit && plan.upsert.is_none() => {
+            !plan.single_transaction && super::lazy::allowed(client).await
+        }
+        _ => false,
+    };
     // One chunk waiting is enough: the reader cuts chunks at gigabytes per
     // second, far faster than any server takes them, and every chunk
     // waiting costs its size in memory.
@@ -99,6 +106,7 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         max_rejects: plan.max_rejects,
         resume: plan.resume.clone(),
         order: plan.upsert.as_ref().map(|_| super::order::Order::new()),
+        lazy,
         dirty: Default::default(),
     });
     if plan.single_transaction {

@@ -147,13 +147,18 @@ fn check_input_bytes(input: &str, chunker: &Chunker, cut: u64, read: u64) -> Res
 /// HEADER MATCH: checks the header of every input but the first before
 /// anything is loaded, so that a wrong file later in the list cannot stop
 /// a load that already truncated the table. The first input's header is
-/// checked with its first chunk; stdin cannot be read twice and is checked
-/// when its turn comes.
+/// checked with its first chunk; stdin and pipes cannot be read twice
+/// and are checked when their turn comes.
 fn check_later_headers(plan: &Plan) -> Result<()> {
     if plan.header != Header::Match {
         return Ok(());
     }
-    for input in plan.inputs.iter().skip(1).filter(|i| *i != "-") {
+    for input in plan
+        .inputs
+        .iter()
+        .skip(1)
+        .filter(|i| !crate::source::read_once(i))
+    {
         let source = Source::open(input)?;
         // A 1-byte target: the chunker stops after the first record.
         let mut chunker = Chunker::new(

@@ -142,7 +142,11 @@ async fn reconnect(loader: &mut Loader, ctx: &Ctx, in_doubt: Option<InDoubt>) ->
     let settled = match in_doubt {
         None => Reconnected::Resend,
         Some(ref d) => {
-            match crate::settle::commit_status(&client, &d.tx, d.ledger.as_ref()).await {
+            let status = match d.lazy {
+                true => super::lazy::durable(&client, &d.tx, d.ledger.as_ref()).await,
+                false => crate::settle::commit_status(&client, &d.tx, d.ledger.as_ref()).await,
+            };
+            match status {
                 Ok(Some(true)) => Reconnected::Committed(d.rows),
                 Ok(Some(false)) => Reconnected::Resend,
                 Ok(None) => Reconnected::Unknown,
@@ -181,8 +185,19 @@ async fn replace_discarded(loader: &mut Loader, ctx: &Ctx) {
 /// not, `None` nobody can tell (or no new connection). The loader gets the
 /// new connection whenever one could be made.
 pub(super) async fn settle_lost_commit(loader: &mut Loader, ctx: &Ctx) -> Option<bool> {
-    let mut reconnects = 0;
     let in_doubt = loader.in_doubt();
+    settle_in_doubt(loader, ctx, in_doubt).await
+}
+
+/// Settles `in_doubt` on a new connection (with backoff), which the loader
+/// keeps: `Some(true)` committed, `Some(false)` certainly not, `None`
+/// nobody can tell (or no new connection, or nothing was asked).
+pub(super) async fn settle_in_doubt(
+    loader: &mut Loader,
+    ctx: &Ctx,
+    in_doubt: Option<InDoubt>,
+) -> Option<bool> {
+    let mut reconnects = 0;
     let asked = in_doubt.is_some();
     match reconnect_with_backoff(loader, ctx, in_doubt, &mut reconnects).await {
         Reconnected::Committed(_) => Some(true),

@@ -215,6 +215,7 @@ pub(super) async fn resolve(
         earlier_rejects,
         single_transaction: opts.single_transaction,
         witness: opts.witness,
+        lazy_commit: opts.lazy_commit && opts.witness,
     };
     Ok(Resolved {
         plan,

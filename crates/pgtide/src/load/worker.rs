@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::ctx::Ctx;
+use super::lazy::{self, Held};
 use super::loader::{Batch, BatchError, Loader, LoaderSpec};
 use super::outcome::{Done, Failed};
 use super::reconnect::{load_reconnecting, Session};
@@ -49,6 +50,8 @@ pub(super) async fn work(
     ctx: Arc<Ctx>,
 ) {
     let mut next: Option<Ahead> = None;
+    // The last chunk that committed lazily, not yet counted (`load/lazy.rs`).
+    let mut held: Option<Held> = None;
     loop {
         let (chunk, screened) = match next.take() {
             Some((chunk, screen)) => (chunk, Some(screen)),
@@ -73,6 +76,7 @@ pub(super) async fn work(
             break;
         }
         if chunk.eol_errors > 0 {
+            let released = lazy::release(&mut loader, &ctx, id, &mut held).await;
             // Never sent whole: a COPY that starts with such a record
             // settles on the wrong line-ending style and misplaces rows.
             let ok = if ctx.isolate {
@@ -81,7 +85,7 @@ pub(super) async fn work(
                 misfit_line_ending(&ctx, &chunk, loader.spec())
             };
             let counted = counted_by_server(&mut loader, &ctx, &chunk);
-            if !chunk_over(&ctx, &chunk, ok && counted) {
+            if !chunk_over(&ctx, &chunk, ok && counted && released) {
                 rx.close();
                 break;
             }
@@ -93,20 +97,28 @@ pub(super) async fn work(
         };
         let attempt = match &suspects {
             Some(s) if !s.is_empty() => None,
-            _ => Some(load_reconnecting(&mut loader, &ctx, &batch).await),
+            _ => {
+                if ctx.lazy {
+                    loader.commit_lazily_next();
+                }
+                Some(load_reconnecting(&mut loader, &ctx, &batch).await)
+            }
         };
+        // Taken before the held chunk is settled, which may load it again.
+        let skipped = match attempt {
+            Some(Ok(_)) => loader.take_skipped(),
+            _ => Vec::new(),
+        };
+        let clean = matches!(attempt, Some(Ok(_))) && skipped.is_empty();
+        let released = clean || lazy::release(&mut loader, &ctx, id, &mut held).await;
         let ok = match attempt {
             None => {
                 let start = Start::Suspects(suspects.unwrap_or_default());
                 isolated(&mut loader, &ctx, id, &chunk, start).await
             }
             Some(Ok(rows)) => {
-                let skipped = loader.take_skipped();
                 if skipped.is_empty() {
-                    let lines = vec![(chunk.first_line, chunk.last_line())];
-                    let bytes = chunk.data.len() as u64;
-                    finished(&ctx, id, &chunk, rows, bytes, Vec::new(), lines);
-                    true
+                    lazy::committed(&mut loader, &ctx, id, &mut held, (&chunk, rows)).await
                 } else {
                     ctx.dirty.store(true, Ordering::Relaxed);
                     let start = Start::Skipped { rows, skipped };
@@ -138,11 +150,12 @@ pub(super) async fn work(
             }
         };
         let counted = counted_by_server(&mut loader, &ctx, &chunk);
-        if !chunk_over(&ctx, &chunk, ok && counted) {
+        if !chunk_over(&ctx, &chunk, ok && counted && released) {
             rx.close();
             break;
         }
     }
+    lazy::release(&mut loader, &ctx, id, &mut held).await;
 }
 
 /// `--on-conflict`: stages the chunk's rows (the COPY, while earlier

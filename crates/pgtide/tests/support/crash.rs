@@ -34,6 +34,7 @@ pub fn slow_commit_sql(table: &str) -> String {
 }
 
 /// Waits (through `admin`, on the server of `target`) for a `COMMIT`
+/// (alone, or after the `SET LOCAL` of a lazy one: `load/lazy.rs`)
 /// sleeping in the trigger of [`slow_commit_sql`], kills its backend with
 /// SIGKILL, and commits a stranger's transaction as soon as the server is
 /// back. Returns the killed transaction's id and the stranger's (32 bits).
@@ -44,7 +45,7 @@ pub async fn crash_in_commit(admin: &Client, target: &Target) -> (i64, i64) {
         let row = admin
             .query_opt(
                 "SELECT pid, backend_xid::text::int8 FROM pg_stat_activity \
-                 WHERE query = 'COMMIT' AND wait_event = 'PgSleep'",
+                 WHERE query LIKE '%COMMIT' AND wait_event = 'PgSleep'",
                 &[],
             )
             .await

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod crash;
+pub mod pipe;
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;

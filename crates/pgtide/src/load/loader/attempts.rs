@@ -341,6 +341,7 @@ impl Loader {
                     skipped_by_table: pending.skipped_by_table,
                     merged: pending.merged,
                     bug: pending.bug.map(|b| b.message().to_owned()),
+                    lazy: false,
                 });
                 Err(BatchError {
                     record: None,
