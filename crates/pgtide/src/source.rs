@@ -90,9 +90,12 @@ impl Source {
 /// only looked up, not opened: opening a named FIFO waits for its writer,
 /// and closing it again breaks the writer's pipe.
 pub fn check(name: &str) -> Result<()> {
+    if name == "-" {
+        return Ok(());
+    }
     if read_once(name) {
         std::fs::metadata(name).map_err(|e| open_error(name, e))?;
-    } else if name != "-" {
+    } else {
         open_file(name)?;
     }
     Ok(())

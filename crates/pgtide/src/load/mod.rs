@@ -17,8 +17,10 @@
 //! loading the lines that are not listed, or redone with `--truncate`.
 //! `--single-transaction` (`load/single.rs`) is the exception: one connection,
 //! one transaction for every chunk, committed at the end or not at all.
-//! Memory is bounded by `(workers + 2) x chunk size` whatever the input size
-//! (measured: 41 MB peak RSS loading 1.25 GB with 4 workers).
+//! Memory is bounded by `(2 x workers + 2) x chunk size` whatever the input
+//! size: each worker also keeps the last chunk it committed until a later
+//! flush proves it on disk (`load/lazy.rs`). Measured before that: 41 MB
+//! peak RSS loading 1.25 GB with 4 workers.
 
 mod binary;
 pub mod constraints;
@@ -476,7 +478,7 @@ pub const MAX_WORKERS: usize = 1024;
 
 /// Largest `--chunk-bytes`: 1 GiB, PostgreSQL's own limit for one
 /// allocation (MaxAllocSize). A chunk is held in memory whole, up to
-/// `workers + 2` of them, and is one transaction; larger ones only make
+/// `2 x workers + 2` of them, and is one transaction; larger ones only make
 /// failures costlier.
 pub const MAX_CHUNK_BYTES: usize = 1 << 30;
 

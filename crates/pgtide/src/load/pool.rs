@@ -2,7 +2,8 @@
 //! with its own connection running one COPY per chunk.
 //!
 //! The channel between them holds one chunk, so memory stays
-//! at about `(workers + 2) x chunk size` whatever the input size. On the
+//! at about `(2 x workers + 2) x chunk size` whatever the input size (each
+//! worker also keeps its last chunk until it is known on disk). On the
 //! first failed chunk the channel is closed: the reader stops, running
 //! chunks finish and commit, and nothing new starts (see the commit model
 //! in `load`).
