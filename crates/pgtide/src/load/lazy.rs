@@ -14,9 +14,11 @@
 //!
 //! - **The next chunk of the same worker** ([`proven`]): its witness
 //!   (`crate::witness`: a durable commit of a later id, so begun after the
-//!   held chunk's `COMMIT` returned) or its own `COMMIT`, if that waited
-//!   for its flush. Same server life ([`same_life`]: no crash between the
-//!   two) is all it takes; no round trip.
+//!   held chunk's `COMMIT` returned). Same server life ([`same_life`]: no
+//!   crash between the two) is all it takes; no round trip. Not the next
+//!   chunk's own `COMMIT`: a transaction that wrote no WAL (every row
+//!   dropped by a trigger, or routed to an unlogged partition) commits
+//!   without a flush whatever `synchronous_commit` says.
 //! - **Otherwise** (the last chunk, a chunk that goes to isolation, a
 //!   reconnect in between), [`durable`]: a transaction that reads the
 //!   chunk's status and commits with a flush.
@@ -40,8 +42,12 @@ use crate::chunk::Chunk;
 use crate::error::{classify, Class, Error, ErrorKind};
 use crate::progress::Progress;
 
-/// The `COMMIT` of a chunk that commits lazily.
-pub(super) const COMMIT_SQL: &str = "SET LOCAL synchronous_commit = off; COMMIT";
+/// The `COMMIT` of a chunk that commits lazily: `off`, unless synchronous
+/// standbys were named since the load began ([`allowed`]), whose
+/// confirmation the `COMMIT` then waits for as it would have.
+pub(super) const COMMIT_SQL: &str = "SELECT set_config('synchronous_commit', \
+     CASE current_setting('synchronous_standby_names') WHEN '' THEN 'off' \
+     ELSE current_setting('synchronous_commit') END, true); COMMIT";
 
 /// Whether chunks may commit lazily on this server: not when a
 /// synchronous standby should confirm each commit (a lazy `COMMIT` does
@@ -120,6 +126,8 @@ pub(super) struct Held {
     chunk: Chunk,
     rows: u64,
     lazy: Lazy,
+    /// Its `--resume` mark, should it be sent again.
+    mark: Option<super::ledger::Mark>,
 }
 
 /// After a chunk committed whole with `rows` rows: the chunk held before
@@ -141,6 +149,7 @@ pub(super) async fn committed(
                 chunk: chunk.clone(),
                 rows,
                 lazy,
+                mark: loader.mark(),
             })
         }
         None => count(ctx, id, chunk, rows),
@@ -168,21 +177,31 @@ pub(super) async fn release(
 }
 
 /// Whether a later transaction of this worker, in the same server life as
-/// the lazily committed `tx`, proves it on disk: one whose `COMMIT`
-/// succeeded (it waited for its flush, or its witness vouched), or one
-/// that a witness covers (a durable commit begun after `tx`'s `COMMIT`
-/// returned, even if that transaction never committed).
+/// the lazily committed `tx`, proves it on disk: one that a witness covers
+/// (a durable commit begun after `tx`'s `COMMIT` returned, whatever became
+/// of the transaction itself).
 fn proven(loader: &Loader, tx: &TxStart) -> bool {
-    let later = |t: &TxStart| t.xid > tx.xid && same_life(tx, t);
-    loader.last_commit().is_some_and(|c| later(&c))
-        || loader
-            .last_begin()
-            .is_some_and(|b| later(&b) && crate::witness::covering(&b).is_some())
+    loader.last_begin().is_some_and(|b| {
+        b.xid > tx.xid && same_life(tx, &b) && crate::witness::covering(&b).is_some()
+    })
 }
 
 /// A held chunk without a proof from the next one: asked ([`durable`]),
 /// on a new connection if this one broke; sent again if a crash took it.
+/// What the loader holds for the chunk after it (its counts, its mark) is
+/// kept aside meanwhile: a new connection would drop it, a resend mix it
+/// with the held chunk's.
 async fn settle(loader: &mut Loader, ctx: &Ctx, id: usize, h: Held) -> bool {
+    let counts = loader.take_counts();
+    let mark = loader.take_mark();
+    loader.set_mark(h.mark.clone());
+    let ok = settle_held(loader, ctx, id, h).await;
+    loader.set_mark(mark);
+    loader.carry_counts(counts);
+    ok
+}
+
+async fn settle_held(loader: &mut Loader, ctx: &Ctx, id: usize, h: Held) -> bool {
     let asked = durable(loader.client(), &h.lazy.tx, h.lazy.ledger.as_ref()).await;
     let verdict = match asked {
         Ok(verdict) => verdict,

@@ -207,8 +207,6 @@ pub struct Loader {
     lazy_next: bool,
     /// The last batch committed lazily (not yet known on disk).
     lazy: Option<Lazy>,
-    /// The transaction of the last batch that committed.
-    last_commit: Option<TxStart>,
     /// The transaction the last batch began.
     last_begin: Option<TxStart>,
 }
@@ -291,7 +289,6 @@ impl Loader {
             merged: Merged::default(),
             lazy_next: false,
             lazy: None,
-            last_commit: None,
             last_begin: None,
         }
     }
@@ -376,12 +373,6 @@ impl Loader {
         self.lazy.take()
     }
 
-    /// The transaction of the last batch that committed on this
-    /// connection (`None` after a reconnect).
-    pub(super) fn last_commit(&self) -> Option<TxStart> {
-        self.last_commit
-    }
-
     /// The transaction the last batch on this connection began.
     pub(super) fn last_begin(&self) -> Option<TxStart> {
         self.last_begin
@@ -390,7 +381,7 @@ impl Loader {
     /// Loads `batch` in one transaction; returns the rows inserted.
     pub async fn load(&mut self, batch: &Batch) -> Result<u64, BatchError> {
         let lazy = std::mem::take(&mut self.lazy_next);
-        (self.lazy, self.last_commit) = (None, None);
+        self.lazy = None;
         self.in_doubt = None;
         self.written = None;
         self.skipped.clear();
@@ -480,7 +471,6 @@ impl Loader {
         let sql = if lazy { lazy::COMMIT_SQL } else { "COMMIT" };
         match self.client.batch_execute(sql).await {
             Ok(()) => {
-                self.last_commit = xid;
                 if let (true, Some(tx)) = (lazy, xid) {
                     let ledger = self.written.take();
                     self.lazy = Some(Lazy { tx, ledger });
@@ -546,6 +536,30 @@ impl Loader {
     /// (`--resume`): then a batch must be one slice of its chunk.
     pub fn has_mark(&self) -> bool {
         self.mark.is_some()
+    }
+
+    /// The mark of the chunk being loaded (`--resume`).
+    pub(super) fn mark(&self) -> Option<ledger::Mark> {
+        self.mark.clone()
+    }
+
+    /// The counts that committed batches left for the worker (what the
+    /// table dropped, a bug, merges), to be put back with
+    /// [`Loader::carry_counts`] after other work on this loader or its
+    /// replacement.
+    pub(super) fn take_counts(&mut self) -> (u64, Option<Error>, Merged) {
+        (
+            self.take_skipped_by_table(),
+            self.take_bug(),
+            self.take_merged(),
+        )
+    }
+
+    /// Puts back what [`Loader::take_counts`] took.
+    pub(super) fn carry_counts(&mut self, (skipped, bug, merged): (u64, Option<Error>, Merged)) {
+        self.skipped_by_table += skipped;
+        self.bug = self.bug.take().or(bug);
+        self.merged.add(merged);
     }
 
     /// The mark, for a loader that replaces this one (reconnect).
