@@ -24,6 +24,7 @@
 //! through an encoder that only encodes what it can prove equal).
 
 mod attempts;
+mod held;
 mod lenient;
 mod nested;
 mod staging;
@@ -362,22 +363,6 @@ impl Loader {
         &self.spec
     }
 
-    /// The next [`Loader::load`] may commit lazily (`load/lazy.rs`), if
-    /// its witness vouches for it; a retry never does.
-    pub(super) fn commit_lazily_next(&mut self) {
-        self.lazy_next = true;
-    }
-
-    /// The last batch, if it committed lazily: not yet known on disk.
-    pub(super) fn take_lazy(&mut self) -> Option<Lazy> {
-        self.lazy.take()
-    }
-
-    /// The transaction the last batch on this connection began.
-    pub(super) fn last_begin(&self) -> Option<TxStart> {
-        self.last_begin
-    }
-
     /// Loads `batch` in one transaction; returns the rows inserted.
     pub async fn load(&mut self, batch: &Batch) -> Result<u64, BatchError> {
         let lazy = std::mem::take(&mut self.lazy_next);
@@ -536,30 +521,6 @@ impl Loader {
     /// (`--resume`): then a batch must be one slice of its chunk.
     pub fn has_mark(&self) -> bool {
         self.mark.is_some()
-    }
-
-    /// The mark of the chunk being loaded (`--resume`).
-    pub(super) fn mark(&self) -> Option<ledger::Mark> {
-        self.mark.clone()
-    }
-
-    /// The counts that committed batches left for the worker (what the
-    /// table dropped, a bug, merges), to be put back with
-    /// [`Loader::carry_counts`] after other work on this loader or its
-    /// replacement.
-    pub(super) fn take_counts(&mut self) -> (u64, Option<Error>, Merged) {
-        (
-            self.take_skipped_by_table(),
-            self.take_bug(),
-            self.take_merged(),
-        )
-    }
-
-    /// Puts back what [`Loader::take_counts`] took.
-    pub(super) fn carry_counts(&mut self, (skipped, bug, merged): (u64, Option<Error>, Merged)) {
-        self.skipped_by_table += skipped;
-        self.bug = self.bug.take().or(bug);
-        self.merged.add(merged);
     }
 
     /// The mark, for a loader that replaces this one (reconnect).
