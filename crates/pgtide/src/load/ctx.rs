@@ -24,7 +24,7 @@ pub(super) struct Ctx {
     pub resume: Option<Arc<crate::load::ledger::Resume>>,
     /// `--on-conflict`: chunks take effect in input order.
     pub order: Option<crate::load::order::Order>,
-    /// Chunks commit lazily (`load/lazy.rs`): the worker holds each one
+    /// Chunks commit lazily (`load/lazy.rs`): the worker holds each one (`load/hold.rs`)
     /// until a later flush proves it on disk.
     pub lazy: bool,
     /// A chunk had bad rows: from then on each worker screens its next

@@ -274,7 +274,11 @@ fn summarize(
         None if read.interrupted => Some(interrupted()),
         None => None,
     };
-    let notes = read.notes;
+    // The first failure is the load's error; the others (another worker's
+    // chunk, a held chunk left in doubt) would go unsaid: each names
+    // lines the user must look at.
+    let mut notes = read.notes;
+    notes.extend(failures.map(|f| also(&f.error)));
     let counts = Counts::of(progress);
     let (mut failure, failed_row) = match (first_failure, read_error) {
         (Some(f), _) => (Some(f.error), f.row),
@@ -300,6 +304,15 @@ fn summarize(
         failure,
         failed_row,
         merged: s.merged,
+    }
+}
+
+/// A further failure of a load, as a note: its message and its hint
+/// (which names the lines in doubt, when that is the failure).
+fn also(e: &Error) -> String {
+    match e.hint() {
+        Some(hint) => format!("also: {} ({hint})", e.message()),
+        None => format!("also: {}", e.message()),
     }
 }
 
@@ -333,4 +346,30 @@ fn merge_ranges(done: &[Done]) -> Vec<LineRange> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two chunks left in doubt: the load's error names one, a note the
+    /// other (before, the second was counted in doubt and never named).
+    #[test]
+    fn every_failure_after_the_first_is_a_note() {
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        for (seq, lines) in [(3, "9-12"), (1, "1-4")] {
+            let error = Error::new(ErrorKind::ConnectionLost, format!("lines {lines} lost"))
+                .with_hint(format!("check lines {lines}"));
+            let f = super::super::outcome::Failed {
+                seq,
+                error,
+                row: None,
+            };
+            shared.lock().unwrap().failed.push(f);
+        }
+        let read = ReadStats::default();
+        let out = summarize(shared, read, Method::Copy, &Progress::new(1));
+        assert_eq!(out.failure.unwrap().message(), "lines 1-4 lost");
+        assert_eq!(out.notes, ["also: lines 9-12 lost (check lines 9-12)"]);
+    }
 }

@@ -12,12 +12,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::ctx::Ctx;
-use super::lazy::{self, Held};
-use super::loader::{Batch, BatchError, Loader, LoaderSpec};
-use super::outcome::{Done, Failed};
+use super::hold::{self, Held};
+use super::loader::{Batch, Loader, LoaderSpec};
+use super::outcome::Failed;
 use super::reconnect::{load_reconnecting, Session};
-use super::row_error::{chunk_error, line_ending_error};
-use super::RowFailure;
+use super::row_error::line_ending_error;
+use super::tally::{failed_chunk, finished};
 use crate::chunk::Chunk;
 use crate::error::{classify, Class, Error};
 use crate::progress::Progress;
@@ -50,7 +50,7 @@ pub(super) async fn work(
     ctx: Arc<Ctx>,
 ) {
     let mut next: Option<Ahead> = None;
-    // The last chunk that committed lazily, not yet counted (`load/lazy.rs`).
+    // The last chunk that committed lazily, not yet counted (`load/hold.rs`).
     let mut held: Option<Held> = None;
     loop {
         let (chunk, screened) = match next.take() {
@@ -76,7 +76,7 @@ pub(super) async fn work(
             break;
         }
         if chunk.eol_errors > 0 {
-            let released = lazy::release(&mut loader, &ctx, id, &mut held).await;
+            let released = hold::release(&mut loader, &ctx, id, &mut held).await;
             // Never sent whole: a COPY that starts with such a record
             // settles on the wrong line-ending style and misplaces rows.
             let ok = if ctx.isolate {
@@ -110,7 +110,7 @@ pub(super) async fn work(
             _ => Vec::new(),
         };
         let clean = matches!(attempt, Some(Ok(_))) && skipped.is_empty();
-        let released = clean || lazy::release(&mut loader, &ctx, id, &mut held).await;
+        let released = clean || hold::release(&mut loader, &ctx, id, &mut held).await;
         let ok = match attempt {
             None => {
                 let start = Start::Suspects(suspects.unwrap_or_default());
@@ -118,7 +118,7 @@ pub(super) async fn work(
             }
             Some(Ok(rows)) => {
                 if skipped.is_empty() {
-                    lazy::committed(&mut loader, &ctx, id, &mut held, (&chunk, rows)).await
+                    hold::committed(&mut loader, &ctx, id, &mut held, (&chunk, rows)).await
                 } else {
                     ctx.dirty.store(true, Ordering::Relaxed);
                     let start = Start::Skipped { rows, skipped };
@@ -155,7 +155,7 @@ pub(super) async fn work(
             break;
         }
     }
-    lazy::release(&mut loader, &ctx, id, &mut held).await;
+    hold::release(&mut loader, &ctx, id, &mut held).await;
 }
 
 /// `--on-conflict`: stages the chunk's rows (the COPY, while earlier
@@ -217,43 +217,6 @@ pub(super) fn gate(ctx: &Ctx) -> Gate {
     Gate::new(ctx.progress.clone(), ctx.max_rejects)
 }
 
-/// Records a chunk's outcome: counters (`rows` loaded, in `bytes` of
-/// input whose rows are committed or rejected: the whole chunk's unless
-/// its isolation stopped midway), done line ranges, its rejects (in input
-/// order, by the reject file).
-pub(super) fn finished(
-    ctx: &Ctx,
-    id: usize,
-    chunk: &Chunk,
-    rows: u64,
-    bytes: u64,
-    rejects: Vec<crate::reject::Reject>,
-    done: Vec<(u64, u64)>,
-) {
-    Progress::add(&ctx.progress.rows_loaded, rows);
-    Progress::add(&ctx.progress.worker_rows[id], rows);
-    Progress::add(&ctx.progress.rows_rejected, rejects.len() as u64);
-    Progress::add(&ctx.progress.bytes_loaded, bytes);
-    let mut s = ctx.shared.lock().expect("worker state");
-    if let Some(file) = s.rejects.as_mut() {
-        if let Err(e) = file.submit(chunk.seq, rejects) {
-            s.failed.push(Failed {
-                seq: chunk.seq,
-                error: e,
-                row: None,
-            });
-        }
-    }
-    for (first, last) in done {
-        s.done.push(Done {
-            seq: chunk.seq,
-            input: chunk.input.clone(),
-            first_line: first,
-            last_line: last,
-        });
-    }
-}
-
 /// Settles what the server's row counts said about the chunk's committed
 /// batches (`invariants::check_count`, run by the loader): rows the table
 /// dropped on purpose are counted; a count that no trigger explains stops
@@ -298,33 +261,4 @@ pub(super) fn misfit_line_ending(ctx: &Ctx, chunk: &Chunk, spec: &LoaderSpec) ->
             row: Some(row),
         });
     false
-}
-
-pub(super) fn failed_chunk(chunk: &Chunk, spec: &LoaderSpec, e: BatchError) -> Failed {
-    let row = e.record.and_then(|i| {
-        let names = (spec.relname.as_str(), spec.parameter_columns());
-        RowFailure::locate(chunk, &spec.dialect, i, (names.0, &names.1), &e.error)
-    });
-    let preview = e.record.and_then(|i| {
-        let span =
-            copyfmt::scan::records_with(&spec.dialect, chunk.eol, &chunk.data).nth(i as usize)?;
-        (spec.dialect.format != copyfmt::scan::Format::Binary)
-            .then(|| chunk.data.slice(span.start..span.end))
-    });
-    let mut error = chunk_error(chunk, row.as_ref(), preview.as_deref(), e.error);
-    if e.commit_unknown {
-        error = error.with_hint(format!(
-            "the connection broke while committing lines {}-{} of {}: check whether they \
-             are in the table before loading them again (with --resume, pgtide's ledger \
-             settles this itself)",
-            chunk.first_line,
-            chunk.last_line(),
-            chunk.input
-        ));
-    }
-    Failed {
-        seq: chunk.seq,
-        error,
-        row,
-    }
 }
