@@ -67,13 +67,25 @@ macro_rules! tx_start_sql {
         concat!(
             "SELECT txid_current(), ",
             server_life!(),
-            ", pg_backend_pid(), \
-             set_config('synchronous_commit', \
-                 CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local' \
-                 ELSE current_setting('synchronous_commit') END, true)"
+            ", pg_backend_pid(), ",
+            durable_commit!()
         )
     };
 }
+
+/// The expression that makes the open transaction's `COMMIT` wait for its
+/// flush: `local` where the setting is `off`, any stronger one kept.
+macro_rules! durable_commit {
+    () => {
+        "set_config('synchronous_commit', \
+             CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local' \
+             ELSE current_setting('synchronous_commit') END, true)"
+    };
+}
+
+/// [`TX_START_SQL`]'s last column alone, for a transaction that must
+/// commit durably without reading a [`TxStart`].
+pub const DURABLE_COMMIT_SQL: &str = durable_commit!();
 
 /// The query that reads a [`TxStart`], for a transaction opened otherwise
 /// than by [`BEGIN_SQL`].

@@ -6,7 +6,7 @@ use super::ctx::Ctx;
 use super::lazy::{durable, same_life, Lazy};
 use super::loader::{Batch, InDoubt, Loader};
 use super::reconnect::{load_reconnecting, settle_in_doubt};
-use super::tally::{failed_chunk, finished};
+use super::tally::{check_before_reloading, failed_chunk, finished};
 use crate::batch::TxStart;
 use crate::chunk::Chunk;
 use crate::error::{classify, Class, Error, ErrorKind};
@@ -140,13 +140,7 @@ async fn settle_held(loader: &mut Loader, ctx: &Ctx, id: usize, h: Held) -> bool
                     c.last_line()
                 ),
             )
-            .with_hint(format!(
-                "check whether lines {}-{} of {} are in the table before loading them again \
-                 (with --resume, pgtide's ledger settles this itself)",
-                c.first_line,
-                c.last_line(),
-                c.input
-            ));
+            .with_hint(check_before_reloading(c));
             let failed = super::outcome::Failed {
                 seq: c.seq,
                 error,

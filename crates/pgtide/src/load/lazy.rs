@@ -34,7 +34,7 @@
 use tokio_postgres::Client;
 
 use super::ledger::Written;
-use crate::batch::TxStart;
+use crate::batch::{TxStart, DURABLE_COMMIT_SQL};
 
 /// The `COMMIT` of a chunk that commits lazily: `off`, unless synchronous
 /// standbys were named since the load began ([`allowed`]), whose
@@ -97,14 +97,13 @@ pub(super) async fn durable(
 /// "committed", the commit record read was before it in the WAL, so on
 /// disk.
 async fn flushed_committed(client: &Client, xid: i64) -> Result<bool, tokio_postgres::Error> {
-    let sql = "SELECT CASE WHEN $1::int8 >= txid_snapshot_xmax(txid_current_snapshot()) \
-                 THEN 'future' ELSE txid_status($1::int8) END = 'committed', \
-               set_config('synchronous_commit', \
-                 CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local' \
-                 ELSE current_setting('synchronous_commit') END, true), \
-               pg_catalog.pg_logical_emit_message(true, 'pgtide.flush', '')::text";
+    let sql = format!(
+        "SELECT CASE WHEN $1::int8 >= txid_snapshot_xmax(txid_current_snapshot()) \
+           THEN 'future' ELSE txid_status($1::int8) END = 'committed', {DURABLE_COMMIT_SQL}, \
+         pg_catalog.pg_logical_emit_message(true, 'pgtide.flush', '')::text"
+    );
     client.batch_execute("BEGIN").await?;
-    let seen = match client.query_one(sql, &[&xid]).await {
+    let seen = match client.query_one(&sql, &[&xid]).await {
         Ok(row) => row.get::<_, Option<bool>>(0) == Some(true),
         Err(e) => {
             let _ = client.batch_execute("ROLLBACK").await;

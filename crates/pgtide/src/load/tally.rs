@@ -49,6 +49,18 @@ pub(super) fn finished(
     }
 }
 
+/// What a user does about a chunk whose fate is in doubt: its lines, and
+/// what to check.
+pub(super) fn check_before_reloading(chunk: &Chunk) -> String {
+    format!(
+        "lines {}-{} of {}: check whether they are in the table before loading them again \
+         (with --resume, pgtide's ledger settles this itself)",
+        chunk.first_line,
+        chunk.last_line(),
+        chunk.input
+    )
+}
+
 pub(super) fn failed_chunk(chunk: &Chunk, spec: &LoaderSpec, e: BatchError) -> Failed {
     let row = e.record.and_then(|i| {
         let names = (spec.relname.as_str(), spec.parameter_columns());
@@ -63,12 +75,8 @@ pub(super) fn failed_chunk(chunk: &Chunk, spec: &LoaderSpec, e: BatchError) -> F
     let mut error = chunk_error(chunk, row.as_ref(), preview.as_deref(), e.error);
     if e.commit_unknown {
         error = error.with_hint(format!(
-            "the connection broke while committing lines {}-{} of {}: check whether they \
-             are in the table before loading them again (with --resume, pgtide's ledger \
-             settles this itself)",
-            chunk.first_line,
-            chunk.last_line(),
-            chunk.input
+            "the connection broke while committing {}",
+            check_before_reloading(chunk)
         ));
     }
     Failed {
