@@ -26,6 +26,10 @@ pub(crate) const EXIT_ERROR: u8 = 2;
 pub(crate) const EXIT_REJECT_LIMIT: u8 = 3;
 /// Stopped by SIGINT/SIGTERM (128 + 2, the shell's convention for Ctrl-C).
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
+/// `export -o -` whose reader went away before the end (`| head`): what a
+/// shell reports for a program that SIGPIPE stopped (128 + 13), said
+/// quietly, as `cat` would.
+pub(crate) const EXIT_CLOSED_STDOUT: u8 = 141;
 
 fn main() -> ExitCode {
     // A panic is a bug in pgtide; even then the user gets one `error:` line

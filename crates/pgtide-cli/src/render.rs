@@ -82,7 +82,14 @@ pub fn load_summary(r: &Report, json: bool) {
         outln!("note: {note}");
     }
     if r.failure.is_some() {
-        if r.committed.is_empty() {
+        if r.committed.is_empty() && r.rows_in_doubt > 0 {
+            // "nothing" would read as "the table holds none of it".
+            outln!(
+                "committed: nothing proven; {} rows in doubt (of each range named, all or \
+                 none is in the table)",
+                thousands(r.rows_in_doubt)
+            );
+        } else if r.committed.is_empty() {
             outln!("committed: nothing");
         }
         for c in &r.committed {

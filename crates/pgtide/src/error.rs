@@ -96,6 +96,17 @@ impl Error {
         self.0.hint.as_deref()
     }
 
+    /// Whether writing to a pipe whose reader went away caused this
+    /// (`pgtide export -o - | head`).
+    pub fn is_broken_pipe(&self) -> bool {
+        let io = self
+            .0
+            .source
+            .as_deref()
+            .and_then(|s| s.downcast_ref::<std::io::Error>());
+        io.is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+
     /// The server's SQLSTATE, when the server reported the error.
     pub fn sqlstate(&self) -> Option<&str> {
         self.0.sqlstate.as_deref()
@@ -211,6 +222,11 @@ pub enum Class {
     Fatal,
 }
 
+/// The SQLSTATE of the `--resume` ledger's refusal (`load/ledger_claim.rs`,
+/// `CLAIM_SQL`): another run committed an overlapping range of the same
+/// input into the same table. Not a row's fault and not worth a retry.
+pub const LEDGER_CLAIMED: &str = "PT001";
+
 /// Classifies a server error. Classes 22 (data), 23 (integrity), P0
 /// (PL/pgSQL RAISE), 54 (row too big) and any code a trigger may raise
 /// are row errors; the classes below are about the session or server.
@@ -228,6 +244,10 @@ pub fn classify(err: &tokio_postgres::Error) -> Class {
     // raise it), but this one must never send good rows to the rejects.
     if code.code() == "55P03" {
         return Class::Transient;
+    }
+    // Another run committed these rows' range (`load/ledger.rs`).
+    if code.code() == LEDGER_CLAIMED {
+        return Class::Fatal;
     }
     match &code.code()[..2] {
         "08" => Class::Connection,

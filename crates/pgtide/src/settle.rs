@@ -139,12 +139,20 @@ async fn see(client: &Client, tx: &TxStart) -> Result<Seen, tokio_postgres::Erro
     let sql = format!(
         "SELECT {SERVER_LIFE_SQL}, pg_is_in_recovery(), {TIMELINE_SQL}, \
          CASE WHEN pg_is_in_recovery() THEN NULL ELSE txid_status($1) END, \
-         CASE WHEN pg_is_in_recovery() THEN NULL ELSE txid_status($2) END"
+         CASE WHEN pg_is_in_recovery() \
+              OR $2 >= txid_snapshot_xmax(txid_current_snapshot()) THEN NULL \
+              ELSE txid_status($2) END"
     );
+    // The witness is asked about only below the snapshot's xmax (one past
+    // the newest finished transaction, so never "future"): the covering
+    // witness may be newer than `tx` (the next chunk's), and a server
+    // promoted before that witness reached it knows `tx` but not the
+    // witness, whose refusal would read as "`tx` is not on its disk"
+    // and send a chunk it holds once more. Unasked, it vouches for
+    // nothing.
     let row = match client.query_one(&sql, &[&tx.xid, &w]).await {
         Ok(row) => row,
-        // Not handed out (again) on this server: ours, and the witness
-        // flushed before it, are not on its disk.
+        // Not handed out (again) on this server: ours is not on its disk.
         Err(e) if e.code() == Some(&SqlState::INVALID_PARAMETER_VALUE) => return Ok(Seen::future()),
         Err(e) => return Err(e),
     };

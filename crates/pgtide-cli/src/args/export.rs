@@ -38,9 +38,10 @@ pub struct ExportArgs {
     #[arg(long, value_name = "SQL")]
     pub query: Option<String>,
 
-    /// Output file, or - for stdout. Written as FILE.partial in the same
-    /// directory and renamed when complete. A name ending in .gz or .zst
-    /// is compressed.
+    /// Output file, or - for stdout. Written as a new FILE.XXXXXX.partial
+    /// in the same directory and renamed when complete (a link is
+    /// followed; an existing file keeps its mode); a FIFO or a device is
+    /// written into as it is. A name ending in .gz or .zst is compressed.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: String,
 
@@ -135,12 +136,16 @@ Workers (--workers N, tables only):
   connection (the summary says so).
 
 The output appears complete or not at all:
-  pgtide writes FILE.partial in FILE's directory, fsyncs it and renames it
-  to FILE at the end. On any error (server, lost connection, statement
-  timeout, full disk, permissions) the partial file is removed and the
-  exit code is 2. Ctrl-C (or SIGTERM) removes it too, exit 130. stdout
-  (-) cannot be taken back: a failed export may have written part of the
-  data there.
+  pgtide writes FILE.XXXXXX.partial (a new name, created exclusively) in
+  FILE's directory, fsyncs it and renames it to FILE at the end; if FILE
+  is a symbolic link, the file it points to is replaced, and an existing
+  FILE keeps its mode and owner. On any error (server, lost connection,
+  statement timeout, full disk, permissions) the partial file is removed
+  and the exit code is 2. Ctrl-C (or SIGTERM) removes it too, exit 130.
+  A FIFO or a device (/dev/null) is written into as it is, as psql would.
+  stdout (-) cannot be taken back: a failed export may have written part
+  of the data there; a reader that stops early (| head) ends the export
+  quietly with exit code 141.
 
 Exit codes:
   0  the export is complete

@@ -32,7 +32,9 @@ pub async fn run(a: ExportArgs) -> pgtide::Result<u8> {
             render::export_summary(&r, a.json);
             Ok(crate::EXIT_OK)
         }
-        // FILE.partial is already gone.
+        // The reader of stdout stopped early (`| head`): nothing to say.
+        Err(e) if a.output == "-" && e.is_broken_pipe() => Ok(crate::EXIT_CLOSED_STDOUT),
+        // The partial file is already gone.
         Err(e) if e.kind() == pgtide::ErrorKind::Interrupted => {
             render::error(&e);
             Ok(crate::EXIT_INTERRUPTED)

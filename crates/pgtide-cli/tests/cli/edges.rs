@@ -113,6 +113,24 @@ fn names_columns_encodings_and_reader_errors_as_postgresql_and_psql_would() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(!err.contains("bug") && !err.contains("panicked"), "{err}");
 
+    // An export to a closed stdout (`| head` gone): quiet, and the exit
+    // code a shell gives a program SIGPIPE stopped (it was an error).
+    let out = pgtide_closed_stdout(
+        &[
+            "export",
+            "--query",
+            "SELECT g FROM generate_series(1, 100000) g",
+            "-o",
+            "-",
+            "--quiet",
+            "--db",
+            &db,
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(141), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "", "quiet on a closed stdout");
+
     // An unknown --encoding is an option error: nothing loaded, nothing
     // truncated, no reject file.
     let rejects = input.path().join("r.csv");

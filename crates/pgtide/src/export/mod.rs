@@ -307,11 +307,28 @@ pub async fn run(
 /// The SELECT to export and, for a table, the table.
 async fn plan(client: &tokio_postgres::Client, opts: &ExportOptions) -> Result<Plan> {
     match &opts.what {
-        What::Query(q) => Ok(Plan {
-            select: query_text(q).to_owned(),
-            table: None,
-            source: "query".into(),
-        }),
+        What::Query(q) => {
+            // The query goes inside `COPY (...) TO STDOUT`: it is prepared
+            // alone first, so that it is one statement, and no text that
+            // closes the parenthesis can run statements of its own.
+            let select = query_text(q).to_owned();
+            if let Err(e) = client.prepare(&select).await {
+                let e = Error::from(e);
+                return Err(match e.sqlstate() {
+                    // A syntax error, or more than one statement.
+                    Some("42601") => e.with_hint(
+                        "--query takes one query (SELECT, VALUES, TABLE, or \
+                         INSERT/UPDATE/DELETE .. RETURNING), as COPY (query) TO does",
+                    ),
+                    _ => explain(e, &opts.output),
+                });
+            }
+            Ok(Plan {
+                select,
+                table: None,
+                source: "query".into(),
+            })
+        }
         What::Table(name) => {
             let table = Table::resolve(client, name).await?;
             let columns = table.select(opts.columns.as_deref())?;

@@ -1,22 +1,32 @@
 //! Where exported bytes go: a file that appears complete or not at all,
 //! or stdout; compressed with gzip or zstd when asked.
 //!
-//! A file is written as `FILE.partial` in the same directory (so the final
-//! rename never crosses file systems), fsynced, renamed over `FILE`, and
-//! the directory is fsynced so the rename survives a crash. If anything
-//! fails, or the [`Output`] is dropped before [`Output::finish`], the
-//! partial file is removed.
+//! A file is written as `FILE.XXXXXX.partial` (a new name, created
+//! exclusively: never a file or link someone put there, never another
+//! export's) in the same directory (so the final rename never crosses file
+//! systems), fsynced, renamed over `FILE`, and the directory is fsynced so
+//! the rename survives a crash. If anything fails, or the [`Output`] is
+//! dropped before [`Output::finish`], the partial file is removed.
+//!
+//! What `FILE` already is decides the rest, as psql `\copy .. TO 'FILE'`
+//! would write it: a symbolic link is followed (the file it points to is
+//! replaced, the link stays); an existing file keeps its mode and owner; a
+//! new one gets the mode the umask gives; a FIFO, a device or a socket is
+//! written into as it is (no rename: replacing `/dev/null` or a pipe a
+//! reader waits on would be wrong), and then nothing is removed on failure.
 //!
 //! The writes (and the compression) run on one OS thread fed by a bounded
 //! channel, so a slow disk or compressor pushes back on the connections
 //! instead of buffering: at most [`QUEUE_DEPTH`] pieces wait here.
 
-use std::fs::File;
+use std::fs::{File, Metadata, OpenOptions, Permissions};
 use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 
 use bytes::Bytes;
+use tempfile::TempPath;
 use tokio::sync::mpsc;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -45,8 +55,8 @@ pub struct Output {
     name: String,
     tx: Option<mpsc::Sender<Bytes>>,
     thread: Option<JoinHandle<io::Result<Written>>>,
-    /// `(partial, final)` for files; `None` for stdout.
-    paths: Option<(PathBuf, PathBuf)>,
+    /// `(partial, final)` for files; `None` for stdout and special files.
+    paths: Option<(TempPath, PathBuf)>,
 }
 
 /// The compression for `name`: `.gz` gzip, `.zst` zstd, else none, unless
@@ -65,23 +75,14 @@ pub fn compression_for(name: &str, explicit: Option<Compression>) -> Compression
 }
 
 impl Output {
-    /// Creates `name.partial` (or takes stdout for `-`) and starts the
-    /// writer thread. Fails before any server work when the file cannot
-    /// be created.
+    /// Creates the partial file (or opens a special file, or takes stdout
+    /// for `-`) and starts the writer thread. Fails before any server work
+    /// when the file cannot be created.
     pub fn create(name: &str, compression: Compression) -> Result<Output> {
         let (sink, paths) = if name == "-" {
             (Sink::Stdout(io::stdout()), None)
         } else {
-            let path = PathBuf::from(name);
-            if path.is_dir() {
-                return Err(
-                    Error::new(ErrorKind::Output, format!("{name} is a directory"))
-                        .with_hint("give a file path for --output, or - for stdout"),
-                );
-            }
-            let partial = partial_path(&path);
-            let file = File::create(&partial).map_err(|e| write_error(&partial, e))?;
-            (Sink::File(file), Some((partial, path)))
+            open_file(name)?
         };
         let (tx, rx) = mpsc::channel::<Bytes>(QUEUE_DEPTH);
         let thread = std::thread::Builder::new()
@@ -123,7 +124,7 @@ impl Output {
     pub async fn finish(mut self) -> Result<Written> {
         let written = self.join().await?;
         if let Some((partial, path)) = self.paths.take() {
-            let done = tokio::task::spawn_blocking(move || publish(&partial, &path))
+            let done = tokio::task::spawn_blocking(move || publish(partial, &path))
                 .await
                 .map_err(|e| Error::bug(format!("rename task failed: {e}")))?;
             // On failure `publish` removed the partial file already.
@@ -147,7 +148,8 @@ impl Output {
         result.map_err(|e| {
             let shown = match &self.paths {
                 Some((partial, _)) => partial.display().to_string(),
-                None => "stdout".to_owned(),
+                None if self.name == "-" => "stdout".to_owned(),
+                None => self.name.clone(),
             };
             let err = write_error(Path::new(&shown), e);
             self.remove_partial();
@@ -157,7 +159,7 @@ impl Output {
 
     fn remove_partial(&mut self) {
         if let Some((partial, _)) = self.paths.take() {
-            let _ = std::fs::remove_file(partial);
+            let _ = partial.close();
         }
     }
 }
@@ -178,10 +180,90 @@ impl Drop for Output {
 #[derive(Debug)]
 pub struct WriterStopped;
 
-/// `dir/name` -> `dir/name.partial`.
-pub fn partial_path(path: &Path) -> PathBuf {
+/// Where `name`'s bytes go: see the module docs.
+fn open_file(name: &str) -> Result<(Sink, Option<(TempPath, PathBuf)>)> {
+    let path = PathBuf::from(name);
+    let fail = |e| write_error(&path, e);
+    let existing = match std::fs::metadata(&path) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(fail(e)),
+    };
+    match &existing {
+        Some(m) if m.is_dir() => {
+            return Err(
+                Error::new(ErrorKind::Output, format!("{name} is a directory"))
+                    .with_hint("give a file path for --output, or - for stdout"),
+            )
+        }
+        Some(m) if !m.is_file() => {
+            let file = OpenOptions::new().write(true).open(&path).map_err(fail)?;
+            return Ok((Sink::Special(file), None));
+        }
+        _ => {}
+    }
+    // A link (to a file, or to nothing yet) is followed, as a write
+    // through it would be: the file it names is the one replaced.
+    let path = match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.file_type().is_symlink() => follow(&path)?,
+        _ => path,
+    };
+    let (file, partial) = partial_file(&path, existing.as_ref())?;
+    Ok((Sink::File(file), Some((partial, path))))
+}
+
+/// The file a symbolic link at `path` names, through any chain of links.
+fn follow(path: &Path) -> Result<PathBuf> {
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&at).map_err(|e| write_error(&at, e))?;
+                at = match at.parent() {
+                    Some(dir) => dir.join(to),
+                    None => to,
+                };
+            }
+            _ => return Ok(at),
+        }
+    }
+    Err(Error::new(
+        ErrorKind::Output,
+        format!("{} is a loop of symbolic links", path.display()),
+    )
+    .with_hint("choose another --output"))
+}
+
+/// Creates `FILE.XXXXXX.partial` beside `path`, exclusively, with the mode
+/// (and, where allowed, the owner) of the file it will replace, or the
+/// umask's for a new file.
+fn partial_file(path: &Path, existing: Option<&Metadata>) -> Result<(File, TempPath)> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut prefix = path.file_name().unwrap_or_default().to_os_string();
+    prefix.push(".");
+    let created = tempfile::Builder::new()
+        .prefix(&prefix)
+        .suffix(".partial")
+        .permissions(Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+        .map_err(|e| write_error(&partial_name(path), e))?;
+    let (file, partial) = created.into_parts();
+    if let Some(m) = existing {
+        let keep = file.set_permissions(Permissions::from_mode(m.mode() & 0o7777));
+        keep.map_err(|e| write_error(&partial, e))?;
+        // Only root may give a file away; anyone else keeps their own.
+        let _ = std::os::unix::fs::fchown(&file, Some(m.uid()), Some(m.gid()));
+    }
+    Ok((file, partial))
+}
+
+/// The partial file's name as messages show it before it exists.
+fn partial_name(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".partial");
+    name.push(".XXXXXX.partial");
     path.with_file_name(name)
 }
 
@@ -232,6 +314,7 @@ fn write_all(
     let stored_bytes = counting.bytes;
     match counting.inner.into_inner().map_err(|e| e.into_error())? {
         Sink::File(f) => f.sync_all()?,
+        Sink::Special(mut f) => f.flush()?,
         Sink::Stdout(mut s) => s.flush()?,
     }
     Ok(Written {
@@ -242,20 +325,23 @@ fn write_all(
 
 /// The bytes' destination.
 enum Sink {
+    /// The partial file: fsynced at the end.
     File(File),
+    /// A FIFO, a device or a socket: written into, nothing to fsync.
+    Special(File),
     Stdout(io::Stdout),
 }
 
 impl Write for Sink {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Sink::File(f) => f.write(buf),
+            Sink::File(f) | Sink::Special(f) => f.write(buf),
             Sink::Stdout(s) => s.write(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Sink::File(f) => f.flush(),
+            Sink::File(f) | Sink::Special(f) => f.flush(),
             Sink::Stdout(s) => s.flush(),
         }
     }
@@ -290,20 +376,20 @@ impl Encoder {
 
 /// Renames `partial` to `path` and fsyncs the directory. Removes
 /// `partial` on failure.
-fn publish(partial: &Path, path: &Path) -> Result<()> {
+fn publish(partial: TempPath, path: &Path) -> Result<()> {
     // The writer thread fsynced the file's data already.
+    let shown = partial.to_path_buf();
     let result = (|| {
-        std::fs::rename(partial, path)?;
+        // On failure the error gives the TempPath back; dropping it
+        // removes the partial file.
+        partial.persist(path).map_err(|e| e.error)?;
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
         File::open(dir)?.sync_all()
     })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(partial);
-        write_error(partial, e)
-    })
+    result.map_err(|e| write_error(&shown, e))
 }
 
 /// An I/O error on the output with what to do about it.
@@ -337,10 +423,13 @@ mod tests {
     #[test]
     fn partial_is_in_the_same_directory() {
         assert_eq!(
-            partial_path(Path::new("/a/b/out.csv.gz")),
-            PathBuf::from("/a/b/out.csv.gz.partial")
+            partial_name(Path::new("/a/b/out.csv.gz")),
+            PathBuf::from("/a/b/out.csv.gz.XXXXXX.partial")
         );
-        assert_eq!(partial_path(Path::new("x")), PathBuf::from("x.partial"));
+        assert_eq!(
+            partial_name(Path::new("x")),
+            PathBuf::from("x.XXXXXX.partial")
+        );
     }
 
     #[test]

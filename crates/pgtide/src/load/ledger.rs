@@ -34,6 +34,8 @@ use tokio_postgres::Client;
 use crate::batch::Batch;
 use crate::error::{Error, Result};
 
+#[path = "ledger_claim.rs"]
+mod claim;
 #[path = "ledger_entries.rs"]
 mod entries;
 #[path = "ledger_unfinished.rs"]
@@ -79,10 +81,6 @@ END $$;
 COMMENT ON TABLE pgtide.ledger IS
     'pgtide load --resume: byte ranges committed, one row per chunk, written in the chunk''s transaction';
 ";
-
-const INSERT_SQL: &str = "INSERT INTO pgtide.ledger \
-    (input, size, fingerprint, table_name, table_oid, options, first_byte, end_byte, rows, run, \
-    shard) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 
 /// Bytes at each end of a file that `--resume` fingerprints.
 const EDGE: u64 = 1 << 20;
@@ -235,7 +233,8 @@ pub(super) async fn record(
 
 /// Inserts one ledger row in the open transaction: `range` of `id`'s
 /// input committed, `rows` rows, by run `run`; `shard` as the column says
-/// (`None`: every row of the range).
+/// (`None`: every row of the range). Fails (the transaction with it) when
+/// another run committed an overlapping range (`ledger_claim.rs`).
 pub(super) async fn insert(
     client: &Client,
     id: &Identity,
@@ -244,25 +243,21 @@ pub(super) async fn insert(
     rows: u64,
     shard: Option<&str>,
 ) -> std::result::Result<(), tokio_postgres::Error> {
-    client
-        .execute(
-            INSERT_SQL,
-            &[
-                &id.path,
-                &id.size,
-                &id.fingerprint,
-                &id.table,
-                &id.table_oid,
-                &id.options,
-                &(range.0 as i64),
-                &(range.1 as i64),
-                &(rows as i64),
-                &run,
-                &shard,
-            ],
-        )
-        .await?;
-    Ok(())
+    let claim = serde_json::json!({
+        "input": id.path,
+        "size": id.size,
+        "fingerprint": id.fingerprint,
+        "table_name": id.table,
+        "table_oid": id.table_oid,
+        "options": id.options,
+        "first_byte": range.0,
+        "end_byte": range.1,
+        "rows": rows,
+        "run": run,
+        "shard": shard,
+    })
+    .to_string();
+    claim::insert(client, &claim).await
 }
 
 /// Creates the ledger if needed (serialised by an advisory lock, so two

@@ -42,10 +42,14 @@ pub(super) fn chunk_error(
     if let Some(p) = preview {
         message.push_str(&format!("; row: {}", show_row(p)));
     }
-    let mut hint = String::from(
-        "use --rejects FILE to set bad rows aside and load all the others; \
-         the summary lists the lines already committed",
-    );
+    // A row can be set aside only for a row's fault.
+    let mut hint = match crate::error::classify(&e) {
+        crate::error::Class::Row => String::from(
+            "use --rejects FILE to set bad rows aside and load all the others; \
+             the summary lists the lines already committed",
+        ),
+        _ => String::from("the summary lists the lines already committed"),
+    };
     if let Some(h) = db.hint() {
         hint = format!("{h}; {hint}");
     }

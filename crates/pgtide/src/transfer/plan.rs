@@ -122,6 +122,15 @@ pub(super) async fn plan(
                 "--from and --to reach the same database: give --target-table another table",
             ));
         }
+        if opts.truncate && s.identity == t.identity && related(dst, source.oid, target.oid).await?
+        {
+            return Err(Error::config(format!(
+                "{} and {} are in one partition or inheritance tree of the same database: \
+                 --truncate would wait forever for the lock that reading the source holds",
+                source.name, target.name
+            ))
+            .with_hint("copy without --truncate (empty the target first), or into a table outside that tree"));
+        }
         plans.push(plan_table(src, dst, opts, (s, t), source, target).await?);
     }
     if opts.truncate && plans.iter().any(|p| p.ranged) && opts.workers > 1 && plans.len() == 1 {
@@ -132,6 +141,23 @@ pub(super) async fn plan(
         );
     }
     Ok(plans)
+}
+
+/// Whether one of two tables of one database is the other's ancestor
+/// (partition or inheritance child, at any depth): reading the source
+/// locks its descendants, and TRUNCATE of the target locks it and its own.
+async fn related(client: &Client, a: Oid, b: Oid) -> Result<bool> {
+    let row = client
+        .query_one(
+            "WITH RECURSIVE below(rel, root) AS ( \
+                 SELECT c, c FROM unnest(ARRAY[$1::oid, $2::oid]) AS c \
+                 UNION SELECT i.inhrelid, below.root FROM pg_catalog.pg_inherits i \
+                 JOIN below ON i.inhparent = below.rel) \
+             SELECT EXISTS (SELECT FROM below WHERE (root, rel) IN (($1, $2), ($2, $1)))",
+            &[&a, &b],
+        )
+        .await?;
+    Ok(row.get(0))
 }
 
 async fn plan_table(

@@ -177,6 +177,42 @@ async fn errors_before_any_write_name_the_side() {
         .err()
         .unwrap();
     assert!(e.message().contains("same table"), "{e:?}");
+    // A partition and its parent, or an inheritance child and its parent,
+    // with --truncate: the TRUNCATE would wait forever on the lock that
+    // reading the source holds (outside testing: a hang).
+    src.client
+        .batch_execute(
+            "CREATE TABLE pp (id int) PARTITION BY LIST (id);
+             CREATE TABLE pp1 PARTITION OF pp FOR VALUES IN (1);
+             CREATE TABLE pp2 PARTITION OF pp DEFAULT;
+             CREATE TABLE par (id int); CREATE TABLE chi () INHERITS (par);
+             CREATE TABLE chi2 () INHERITS (par);
+             INSERT INTO pp VALUES (1), (2); INSERT INTO chi VALUES (3);",
+        )
+        .await
+        .unwrap();
+    for (from, to) in [("pp", "pp1"), ("pp1", "pp"), ("par", "chi")] {
+        let mut o = TransferOptions::new(names(&[from]));
+        o.target_table = Some(QualifiedName::parse(to).unwrap());
+        o.truncate = true;
+        let run = transfer::run(&src.target, &src.target, &o, Arc::new(Progress::new(1)));
+        let e = tokio::time::timeout(std::time::Duration::from_secs(60), run)
+            .await
+            .expect("no hang")
+            .err()
+            .unwrap();
+        assert!(
+            e.message().contains("inheritance tree"),
+            "{from} -> {to}: {e:?}"
+        );
+    }
+    // Siblings do not lock each other: that copy runs.
+    let mut o = TransferOptions::new(names(&["chi"]));
+    o.target_table = Some(QualifiedName::parse("chi2").unwrap());
+    o.truncate = true;
+    let run = transfer::run(&src.target, &src.target, &o, Arc::new(Progress::new(1)));
+    let r = tokio::time::timeout(std::time::Duration::from_secs(60), run).await;
+    assert!(r.expect("no hang").is_ok());
 }
 
 #[tokio::test]
