@@ -56,14 +56,22 @@ async fn settled_count(db: &Db, table: &str) -> i64 {
 
 /// One try: the first half of the input through the pipe, a crash once
 /// its chunks committed, then the rest. Returns the rows the crash took
-/// back (0 when the WAL writer had already written them).
-async fn crash_between_chunks(db: &Db, table: &str, lazy_commit: bool) -> i64 {
+/// back (0 when the WAL writer had already written them). With `dup`, the
+/// table has a primary key, the load has `--rejects`, and the rest starts
+/// with the first half's last key again.
+async fn crash_between_chunks(db: &Db, table: &str, lazy_commit: bool, dup: bool) -> i64 {
+    let key = if dup { " PRIMARY KEY" } else { "" };
     db.client
-        .batch_execute(&format!("CREATE TABLE {table} (id int, v text)"))
+        .batch_execute(&format!("CREATE TABLE {table} (id int{key}, v text)"))
         .await
         .unwrap();
     let pipe = Pipe::new();
-    let (go, writer) = pipe.write(vec![rows(0..ROWS / 2), rows(ROWS / 2..ROWS)]);
+    let mut rest = rows(ROWS / 2..ROWS);
+    if dup {
+        let again = format!("{},again\n", ROWS / 2 - 1);
+        rest.splice(0..0, again.into_bytes());
+    }
+    let (go, writer) = pipe.write(vec![rows(0..ROWS / 2), rest]);
     let mut o = LoadOptions::new(
         vec![pipe.name()],
         QualifiedName::parse(table).unwrap(),
@@ -71,6 +79,10 @@ async fn crash_between_chunks(db: &Db, table: &str, lazy_commit: bool) -> i64 {
     );
     o.chunk_bytes = 16 * 1024;
     o.lazy_commit = lazy_commit;
+    let rejects = tempfile::tempdir().unwrap();
+    if dup {
+        o.rejects = Some(rejects.path().join("r.csv"));
+    }
     let load = {
         let target = db.target.clone();
         tokio::spawn(async move { load::run(&target, &o, Arc::new(Progress::new(1))).await })
@@ -87,11 +99,18 @@ async fn crash_between_chunks(db: &Db, table: &str, lazy_commit: bool) -> i64 {
     let report = load.await.unwrap().expect("load starts");
     assert!(report.failure.is_none(), "{:?}", report.failure);
     assert_eq!(report.rows_loaded, ROWS as u64, "every row counted once");
+    assert_eq!(report.rows_rejected, u64::from(dup), "the second of a key");
     let c = db.target.connect().await.unwrap();
     let sql = format!("SELECT count(*), count(DISTINCT id) FROM {table}");
     let row = c.query_one(&sql, &[]).await.unwrap();
     let (n, distinct): (i64, i64) = (row.get(0), row.get(1));
     assert_eq!((n, distinct), (ROWS as i64, ROWS as i64), "every row once");
+    if dup {
+        // Of a key twice in the file the first is kept, as one COPY would.
+        let sql = format!("SELECT v FROM {table} WHERE id = {}", ROWS / 2 - 1);
+        let v: String = c.query_one(&sql, &[]).await.unwrap().get(0);
+        assert_eq!(v, format!("row {}", ROWS / 2 - 1));
+    }
     before - after
 }
 
@@ -105,7 +124,22 @@ async fn a_chunk_a_crash_took_back_after_its_lazy_commit_is_sent_again() {
     let db = Db::start().await;
     keep_wal_in_buffers(&db.client).await;
     for attempt in 0..4 {
-        if crash_between_chunks(&db, &format!("lazy{attempt}"), true).await > 0 {
+        if crash_between_chunks(&db, &format!("lazy{attempt}"), true, false).await > 0 {
+            return;
+        }
+    }
+    panic!("no crash took a lazily committed chunk back");
+}
+
+/// The chunk a crash took back is sent again before the chunk after it:
+/// of a key in both (the file has it twice), the first is kept and the
+/// later one rejected (`--rejects`), as one COPY would have it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chunk_sent_again_goes_before_the_chunks_after_it() {
+    let db = Db::start().await;
+    keep_wal_in_buffers(&db.client).await;
+    for attempt in 0..4 {
+        if crash_between_chunks(&db, &format!("dup{attempt}"), true, true).await > 0 {
             return;
         }
     }
@@ -118,5 +152,5 @@ async fn a_chunk_a_crash_took_back_after_its_lazy_commit_is_sent_again() {
 async fn without_lazy_commits_the_crash_takes_nothing_back() {
     let db = Db::start().await;
     keep_wal_in_buffers(&db.client).await;
-    assert_eq!(crash_between_chunks(&db, "eager", false).await, 0);
+    assert_eq!(crash_between_chunks(&db, "eager", false, false).await, 0);
 }

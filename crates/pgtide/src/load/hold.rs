@@ -6,11 +6,12 @@ use super::ctx::Ctx;
 use super::lazy::{durable, same_life, Lazy};
 use super::loader::{Batch, InDoubt, Loader};
 use super::reconnect::{load_reconnecting, settle_in_doubt};
-use super::tally::{check_before_reloading, failed_chunk, finished};
+use super::tally::{check_before_reloading, failed_chunk, finished, isolated};
 use crate::batch::TxStart;
 use crate::chunk::Chunk;
 use crate::error::{classify, Class, Error, ErrorKind};
 use crate::progress::Progress;
+use crate::reject::isolate::Start;
 
 /// A chunk that committed lazily, not counted yet.
 pub(super) struct Held {
@@ -113,9 +114,23 @@ async fn settle_held(loader: &mut Loader, ctx: &Ctx, id: usize, h: Held) -> bool
                 records: h.chunk.records,
             };
             match load_reconnecting(loader, ctx, &batch).await {
-                Ok(rows) => {
-                    count(ctx, id, &h.chunk, rows);
-                    true
+                // Rows the server set aside (`ON_ERROR ignore`) are found
+                // and rejected as on the first try.
+                Ok(rows) => match loader.take_skipped() {
+                    skipped if skipped.is_empty() => {
+                        count(ctx, id, &h.chunk, rows);
+                        true
+                    }
+                    skipped => {
+                        let start = Start::Skipped { rows, skipped };
+                        isolated(loader, ctx, id, &h.chunk, start).await
+                    }
+                },
+                // The table changed since the chunk first went in (another
+                // worker's rows now hold one of its keys): with --rejects,
+                // its bad rows are set aside as for any failed chunk.
+                Err(e) if ctx.isolate && classify(&e.error) == Class::Row => {
+                    isolated(loader, ctx, id, &h.chunk, Start::Failed(e)).await
                 }
                 Err(e) => {
                     if e.commit_unknown {

@@ -5,12 +5,15 @@
 //! `--single-transaction` (`single.rs`).
 
 use super::ctx::Ctx;
+use super::loader::Loader;
 use super::loader::{BatchError, LoaderSpec};
 use super::outcome::{Done, Failed};
+use super::reconnect::Session;
 use super::row_error::chunk_error;
 use super::RowFailure;
 use crate::chunk::Chunk;
 use crate::progress::Progress;
+use crate::reject::isolate::{isolate, Gate, Start};
 
 /// Records a chunk's outcome: counters (`rows` loaded, in `bytes` of
 /// input whose rows are committed or rejected: the whole chunk's unless
@@ -84,4 +87,38 @@ pub(super) fn failed_chunk(chunk: &Chunk, spec: &LoaderSpec, e: BatchError) -> F
         error,
         row,
     }
+}
+
+/// Isolates the bad rows of a failed chunk; false when the load must stop.
+pub(super) async fn isolated(
+    loader: &mut Loader,
+    ctx: &Ctx,
+    id: usize,
+    chunk: &Chunk,
+    start: Start,
+) -> bool {
+    let mut session = Session { loader, ctx };
+    let (iso, err) = isolate(&mut session, chunk, start, &mut gate(ctx)).await;
+    Progress::add(&ctx.progress.server_skipped, iso.server_skipped);
+    Progress::add(&ctx.progress.rows_in_doubt, iso.in_doubt);
+    finished(ctx, id, chunk, iso.loaded, iso.bytes, iso.rejects, iso.done);
+    match err {
+        None => true,
+        Some(error) => {
+            let mut s = ctx.shared.lock().expect("worker state");
+            s.failed.push(Failed {
+                seq: chunk.seq,
+                error,
+                row: None,
+            });
+            false
+        }
+    }
+}
+
+/// A chunk's claims on `--max-rejects` (counted over the whole load),
+/// asked by isolation before each reject: says no once the limit is
+/// exceeded.
+pub(super) fn gate(ctx: &Ctx) -> Gate {
+    Gate::new(ctx.progress.clone(), ctx.max_rejects)
 }

@@ -15,13 +15,13 @@ use super::ctx::Ctx;
 use super::hold::{self, Held};
 use super::loader::{Batch, Loader, LoaderSpec};
 use super::outcome::Failed;
-use super::reconnect::{load_reconnecting, Session};
+use super::reconnect::load_reconnecting;
 use super::row_error::line_ending_error;
-use super::tally::{failed_chunk, finished};
+use super::tally::{failed_chunk, isolated};
 use crate::chunk::Chunk;
 use crate::error::{classify, Class, Error};
 use crate::progress::Progress;
-use crate::reject::isolate::{isolate, Gate, Start};
+use crate::reject::isolate::Start;
 
 /// A chunk taken from the channel ahead of its turn, with its screen
 /// (`load/screen.rs`) running on another thread.
@@ -187,34 +187,6 @@ fn chunk_over(ctx: &Ctx, chunk: &Chunk, ok: bool) -> bool {
         }
     }
     ok
-}
-
-/// Isolates the bad rows of a failed chunk; false when the load must stop.
-async fn isolated(loader: &mut Loader, ctx: &Ctx, id: usize, chunk: &Chunk, start: Start) -> bool {
-    let mut session = Session { loader, ctx };
-    let (iso, err) = isolate(&mut session, chunk, start, &mut gate(ctx)).await;
-    Progress::add(&ctx.progress.server_skipped, iso.server_skipped);
-    Progress::add(&ctx.progress.rows_in_doubt, iso.in_doubt);
-    finished(ctx, id, chunk, iso.loaded, iso.bytes, iso.rejects, iso.done);
-    match err {
-        None => true,
-        Some(error) => {
-            let mut s = ctx.shared.lock().expect("worker state");
-            s.failed.push(Failed {
-                seq: chunk.seq,
-                error,
-                row: None,
-            });
-            false
-        }
-    }
-}
-
-/// A chunk's claims on `--max-rejects` (counted over the whole load),
-/// asked by isolation before each reject: says no once the limit is
-/// exceeded.
-pub(super) fn gate(ctx: &Ctx) -> Gate {
-    Gate::new(ctx.progress.clone(), ctx.max_rejects)
 }
 
 /// Settles what the server's row counts said about the chunk's committed
