@@ -18,7 +18,7 @@ pub fn error(e: &pgtide::Error) {
 /// The first Ctrl-C: say what happens now, and how to abort at once.
 pub fn stopping() {
     errln!(
-        "\npgtide: stopping: no new chunk will start; chunks in progress commit or roll back \
+        "\npgtide: stopping: nothing new starts; work in progress is finished or undone \
          (Ctrl-C again to abort at once)"
     );
 }
@@ -85,8 +85,8 @@ pub fn load_summary(r: &Report, json: bool) {
         if r.committed.is_empty() && r.rows_in_doubt > 0 {
             // "nothing" would read as "the table holds none of it".
             outln!(
-                "committed: nothing proven; {} rows in doubt (of each range named, all or \
-                 none is in the table)",
+                "committed: nothing proven; {} rows in doubt (the error and the notes say \
+                 which lines)",
                 thousands(r.rows_in_doubt)
             );
         } else if r.committed.is_empty() {

@@ -145,6 +145,9 @@ pub struct Witness {
     /// limit), none before this: every chunk asking again at once would
     /// flood the server with refused connections.
     next_try: Mutex<Option<std::time::Instant>>,
+    /// The timelines this witness saw its cluster write on, in order: two
+    /// mean a standby was promoted during the load ([`Witness::failover`]).
+    timelines: Mutex<Vec<String>>,
 }
 
 impl Witness {
@@ -155,7 +158,53 @@ impl Witness {
             client: tokio::sync::Mutex::new(None),
             refused: std::sync::atomic::AtomicBool::new(false),
             next_try: Mutex::new(None),
+            timelines: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Reads the timeline the target writes on now, on the witness's own
+    /// connection (made again if a failover broke it), for
+    /// [`Witness::failover`]: at the start of a load and at its end.
+    pub async fn observe(&self) {
+        let mut client = self.client.lock().await;
+        for _ in 0..2 {
+            if client.is_none() {
+                if let Ok(c) = self.target.connect().await {
+                    let system = system_identifier(&c).await;
+                    *client = Some((c, system));
+                }
+            }
+            let Some((c, _)) = client.as_ref() else {
+                return;
+            };
+            match c.query_one(&format!("SELECT {TIMELINE_SQL}"), &[]).await {
+                Ok(row) => {
+                    if let Some(timeline) = row.get::<_, Option<String>>(0) {
+                        self.saw(timeline);
+                    }
+                    return;
+                }
+                Err(_) => *client = None,
+            }
+        }
+    }
+
+    /// The first and the last timeline seen, when they differ: a standby
+    /// was promoted while the load ran. A commit flushed on the old
+    /// primary (counted loaded) may not have reached it, so none is sure.
+    pub fn failover(&self) -> Option<(String, String)> {
+        let seen = self.timelines.lock().expect("witness state");
+        match (seen.first(), seen.last()) {
+            (Some(a), Some(b)) if a != b => Some((a.clone(), b.clone())),
+            _ => None,
+        }
+    }
+
+    fn saw(&self, timeline: String) {
+        let mut seen = self.timelines.lock().expect("witness state");
+        if seen.last() != Some(&timeline) {
+            seen.push(timeline);
+        }
     }
 
     /// Starts making `tx` safe in the background (see [`Witness::vouch_for`]).
@@ -219,6 +268,7 @@ impl Witness {
             match c.simple_query(&witness_sql()).await {
                 Ok(messages) => {
                     if let Some((w, timeline)) = witnessed(&messages) {
+                        self.saw(timeline.clone());
                         record(&w, timeline, *system);
                     }
                     break;

@@ -6,7 +6,8 @@
 //! that closed COPY's parenthesis. Now it writes as psql `\copy .. TO`
 //! does: into special files, through links, keeping an existing file's
 //! mode; its partial file has a fresh name, created exclusively; and a
-//! query is one statement.
+//! query is one statement. A FIFO nobody reads is waited for, and
+//! Ctrl-C ends the wait.
 
 mod support;
 
@@ -80,6 +81,29 @@ async fn files_links_fifos_and_queries_are_treated_as_psql_would() {
     assert_eq!(reader.join().unwrap(), "1\n2\n3\n");
     let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
     assert!(kind.is_fifo(), "the FIFO was replaced");
+
+    // A FIFO nobody reads: the export waits for a reader, and a stop
+    // request (Ctrl-C) ends the wait (an open() would not hear it).
+    let lonely = at("lonely");
+    let made = std::process::Command::new("mkfifo").arg(&lonely).status();
+    assert!(made.unwrap().success(), "mkfifo");
+    let o = ExportOptions::new(three_rows(), lonely.display().to_string(), CopyFormat::Csv);
+    let progress = Arc::new(Progress::new(1));
+    let stopper = {
+        let p = progress.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            p.request_stop();
+        })
+    };
+    let waited = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        export::run(&db.target, &o, progress),
+    );
+    let e = waited.await.expect("the stop ends the wait").unwrap_err();
+    stopper.await.unwrap();
+    assert_eq!(e.kind(), pgtide::ErrorKind::Interrupted, "{e:?}");
+    assert!(e.message().contains("waiting for a reader"), "{e:?}");
 
     // A query cannot close COPY's parenthesis and run statements.
     db.client

@@ -2,7 +2,9 @@
 //! thinks the first one died runs the same command again): each read the
 //! ledger before the other committed anything, so each would load every
 //! range. Outside testing found both exiting 0 with the overlap loaded
-//! twice. Now a range's ledger row is a claim (`load/ledger_claim.rs`):
+//! twice. Now (`load/ledger_claim.rs`) the second run is refused at once,
+//! by a session lock the first holds while it runs; and should that lock
+//! be gone (a restart ends the session), a range's ledger row is a claim:
 //! the second run to commit a range another run committed stops without
 //! committing it, and the rows are in the table once.
 
@@ -20,7 +22,7 @@ use support::{Compress, Db};
 
 const ROWS: usize = 3000;
 
-async fn resumed_load(db: &Db, input: String) -> Report {
+async fn resumed_load(db: &Db, input: String) -> pgtide::Result<Report> {
     let mut o = LoadOptions::new(
         vec![input],
         QualifiedName::parse("twice").unwrap(),
@@ -28,9 +30,7 @@ async fn resumed_load(db: &Db, input: String) -> Report {
     );
     o.chunk_bytes = 16 * 1024;
     o.resume = Some(ResumeMode::Edges);
-    load::run(&db.target, &o, Arc::new(Progress::new(1)))
-        .await
-        .expect("load starts")
+    load::run(&db.target, &o, Arc::new(Progress::new(1))).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -42,7 +42,7 @@ async fn two_resumed_loads_of_one_file_at_once_load_each_row_once() {
         .batch_execute(
             "CREATE TABLE twice (id int, v text);
              CREATE FUNCTION linger() RETURNS trigger LANGUAGE plpgsql AS
-               $$ BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END $$;
+               $$ BEGIN PERFORM pg_sleep(0.5); RETURN NULL; END $$;
              CREATE TRIGGER linger BEFORE INSERT ON twice
                FOR EACH STATEMENT EXECUTE FUNCTION linger();",
         )
@@ -56,8 +56,21 @@ async fn two_resumed_loads_of_one_file_at_once_load_each_row_once() {
         tokio::spawn(async move { resumed_load(&db, input).await })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let second = resumed_load(&db, input).await;
-    let first = first.await.unwrap();
+    let refused = resumed_load(&db, input.clone()).await.unwrap_err();
+    assert!(refused.message().contains("is running"), "{refused:?}");
+    // The first run's lock gone (its session ended, as a restart would
+    // end it), a third run starts and meets the claims.
+    db.client
+        .batch_execute(
+            "SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_stat_activity a \
+             USING (pid) WHERE l.locktype = 'advisory' AND l.granted AND a.state = 'idle'",
+        )
+        .await
+        .unwrap();
+    let second = resumed_load(&db, input)
+        .await
+        .expect("the third run starts");
+    let first = first.await.unwrap().expect("the first run starts");
     let (n, distinct): (i64, i64) = {
         let r = db
             .client

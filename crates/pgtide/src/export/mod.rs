@@ -119,6 +119,10 @@ impl ExportOptions {
             return Err(Error::config("--columns applies to --table")
                 .with_hint("with --query, choose the columns in the SELECT list"));
         }
+        if self.output.is_empty() {
+            return Err(Error::config("--output is empty")
+                .with_hint("give a file path for --output, or - for stdout"));
+        }
         if let What::Query(q) = &self.what {
             if query_text(q).is_empty() {
                 return Err(Error::config("--query is empty"));
@@ -211,7 +215,8 @@ pub async fn run(
         notes.push("--workers applies to --table; a --query is exported by 1 connection".into());
     }
     let compression = output::compression_for(&opts.output, opts.compress);
-    let output = Output::create(&opts.output, compression)?;
+    let stop = || progress.stop_requested();
+    let output = Output::create(&opts.output, compression, &stop)?;
     let copy_sql = |where_: &str, header: bool| {
         let mut copy = opts.copy.clone();
         if !header {

@@ -21,7 +21,7 @@
 
 use std::fs::{File, Metadata, OpenOptions, Permissions};
 use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 
@@ -77,12 +77,13 @@ pub fn compression_for(name: &str, explicit: Option<Compression>) -> Compression
 impl Output {
     /// Creates the partial file (or opens a special file, or takes stdout
     /// for `-`) and starts the writer thread. Fails before any server work
-    /// when the file cannot be created.
-    pub fn create(name: &str, compression: Compression) -> Result<Output> {
+    /// when the file cannot be created. A FIFO is opened once a reader
+    /// has opened it, unless `stop` says to give up first.
+    pub fn create(name: &str, compression: Compression, stop: &dyn Fn() -> bool) -> Result<Output> {
         let (sink, paths) = if name == "-" {
             (Sink::Stdout(io::stdout()), None)
         } else {
-            open_file(name)?
+            open_file(name, stop)?
         };
         let (tx, rx) = mpsc::channel::<Bytes>(QUEUE_DEPTH);
         let thread = std::thread::Builder::new()
@@ -181,7 +182,7 @@ impl Drop for Output {
 pub struct WriterStopped;
 
 /// Where `name`'s bytes go: see the module docs.
-fn open_file(name: &str) -> Result<(Sink, Option<(TempPath, PathBuf)>)> {
+fn open_file(name: &str, stop: &dyn Fn() -> bool) -> Result<(Sink, Option<(TempPath, PathBuf)>)> {
     let path = PathBuf::from(name);
     let fail = |e| write_error(&path, e);
     let existing = match std::fs::metadata(&path) {
@@ -197,10 +198,16 @@ fn open_file(name: &str) -> Result<(Sink, Option<(TempPath, PathBuf)>)> {
             )
         }
         Some(m) if !m.is_file() => {
+            if m.file_type().is_fifo() {
+                wait_for_reader(&path, stop)?;
+            }
             let file = OpenOptions::new().write(true).open(&path).map_err(fail)?;
             return Ok((Sink::Special(file), None));
         }
-        _ => {}
+        // Replaced only if it could be written, as psql would write it: a
+        // read-only file, or another user's, stays as it is.
+        Some(_) => drop(OpenOptions::new().write(true).open(&path).map_err(fail)?),
+        None => {}
     }
     // A link (to a file, or to nothing yet) is followed, as a write
     // through it would be: the file it names is the one replaced.
@@ -210,6 +217,38 @@ fn open_file(name: &str) -> Result<(Sink, Option<(TempPath, PathBuf)>)> {
     };
     let (file, partial) = partial_file(&path, existing.as_ref())?;
     Ok((Sink::File(file), Some((partial, path))))
+}
+
+/// Waits until a process opens the FIFO at `path` for reading (an open
+/// for writing would block until then, deaf to Ctrl-C), checking `stop`
+/// every 100 ms.
+fn wait_for_reader(path: &Path, stop: &dyn Fn() -> bool) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    loop {
+        let tried = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path);
+        match tried {
+            Ok(_) => return Ok(()),
+            // No reader yet.
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {}
+            Err(e) => return Err(write_error(path, e)),
+        }
+        if stop() {
+            return Err(Error::new(
+                ErrorKind::Interrupted,
+                format!(
+                    "the export was interrupted while waiting for a reader of {}",
+                    path.display()
+                ),
+            )
+            .with_hint(
+                "nothing was written; start the program that reads the FIFO, then the export",
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 /// The file a symbolic link at `path` names, through any chain of links.

@@ -36,6 +36,7 @@ use crate::error::{Error, Result};
 
 #[path = "ledger_claim.rs"]
 mod claim;
+pub(super) use claim::guard;
 #[path = "ledger_entries.rs"]
 mod entries;
 #[path = "ledger_unfinished.rs"]

@@ -3,6 +3,8 @@
 
 use tokio_postgres::Client;
 
+use crate::error::{Error, Result};
+
 /// Inserts the ledger row described by the setting `pgtide.claim` (JSON,
 /// set with a bound parameter just before: no value is pasted into SQL),
 /// unless another run committed an overlapping range of the same input
@@ -51,10 +53,46 @@ BEGIN
 END
 $claim$";
 
+/// Refuses a `--resume` load of an input into a table that another
+/// `--resume` load of it is running (two runs at once: the user thought
+/// the first one had died). The session lock is held on `control` until
+/// the load ends and drops it; taken before the ledger is read, so what
+/// it says is not moving. A server restart ends it with the session:
+/// then the claims above still keep each range to one run.
+pub(crate) async fn guard(client: &Client, inputs: &[String], table: (&str, u32)) -> Result<()> {
+    for input in inputs {
+        let Ok(path) = std::fs::canonicalize(input) else {
+            continue; // the ledger's own checks say what is wrong with it
+        };
+        let path = path.to_string_lossy();
+        let row = client
+            .query_one(
+                "SELECT pg_try_advisory_lock(hashtextextended('pgtide.run ' || $1 || ' ' || $2, 0))",
+                &[&path, &table.1.to_string()],
+            )
+            .await?;
+        if !row.get::<_, bool>(0) {
+            return Err(Error::config(format!(
+                "another pgtide load --resume of {input} into {} is running",
+                table.0
+            ))
+            .with_hint(
+                "two loads of one file into one table at once would each load what the other \
+                 does; wait for that one to end (or stop it), then run the same command again: \
+                 it loads only what is left",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Inserts the ledger row `claim` describes (JSON: the columns of
 /// `pgtide.ledger`), in the open transaction, unless another run holds an
 /// overlapping range: see [`CLAIM_SQL`].
-pub(super) async fn insert(client: &Client, claim: &str) -> Result<(), tokio_postgres::Error> {
+pub(super) async fn insert(
+    client: &Client,
+    claim: &str,
+) -> std::result::Result<(), tokio_postgres::Error> {
     client
         // For the session, not the transaction: some rows (the routing
         // markers of `sharded/resume.rs`) are inserted outside of one.

@@ -360,10 +360,13 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         resuming,
         freeze,
     } = resolve::resolve(target, opts, &found).await?;
-    drop(found.control);
+    // With --resume its session holds the run's lock (`ledger::guard`)
+    // until the load is over.
+    let guard = opts.resume.is_some().then_some(found.control);
     let (server_version, created) = (found.server_version, found.created);
     let workers = plan.workers;
     let outcome = pool::execute(plan, progress).await;
+    drop(guard);
     // Whatever became of the load, indexes dropped for it are built again.
     let rebuilt = match opts.defer_indexes {
         true => Some(indexes::rebuild(target, Some(table.oid), workers).await?),

@@ -163,6 +163,7 @@ pub(super) async fn resolve(
         Some(mode) => {
             let options = ledger::describe_options(&opts.copy, &column_names);
             let name = table.name.to_string();
+            ledger::guard(control, &opts.inputs, (&name, table.oid)).await?;
             let mut r =
                 ledger::prepare(control, &opts.inputs, mode, (&name, table.oid), &options).await?;
             let earlier = match (&opts.rejects, opts.overwrite_rejects) {

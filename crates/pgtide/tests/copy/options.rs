@@ -177,6 +177,19 @@ async fn errors_before_any_write_name_the_side() {
         .err()
         .unwrap();
     assert!(e.message().contains("same table"), "{e:?}");
+    // The same database with other session settings is still the same
+    // database (a start time shown as text follows TimeZone: outside
+    // testing, the table was copied onto itself, its rows twice).
+    for setting in ["TimeZone=UTC+5", "DateStyle=SQL"] {
+        let conninfo = format!("{} options=-c{setting}", src.cluster.conninfo());
+        let other =
+            pgtide::conn::Target::parse_with(&conninfo, &pgtide::conn::Env::empty()).unwrap();
+        let e = transfer::run(&src.target, &other, &o, Arc::new(Progress::new(1)))
+            .await
+            .err()
+            .unwrap();
+        assert!(e.message().contains("same table"), "{setting}: {e:?}");
+    }
     // A partition and its parent, or an inheritance child and its parent,
     // with --truncate: the TRUNCATE would wait forever on the lock that
     // reading the source holds (outside testing: a hang).
