@@ -147,7 +147,10 @@ pub struct Witness {
     next_try: Mutex<Option<std::time::Instant>>,
     /// The timelines this witness saw its cluster write on, in order: two
     /// mean a standby was promoted during the load ([`Witness::failover`]).
-    timelines: Mutex<Vec<String>>,
+    /// With the cluster's `system_identifier` where readable: timelines
+    /// of two clusters (a multi-host string listing another) are not a
+    /// failover.
+    timelines: Mutex<Vec<(Option<i64>, String)>>,
 }
 
 impl Witness {
@@ -166,6 +169,12 @@ impl Witness {
     /// connection (made again if a failover broke it), for
     /// [`Witness::failover`]: at the start of a load and at its end.
     pub async fn observe(&self) {
+        // Bounded as a witness is: a server that hangs must not hold the
+        // load's end.
+        let _ = tokio::time::timeout(WAIT, self.observe_now()).await;
+    }
+
+    async fn observe_now(&self) {
         let mut client = self.client.lock().await;
         for _ in 0..2 {
             if client.is_none() {
@@ -174,13 +183,13 @@ impl Witness {
                     *client = Some((c, system));
                 }
             }
-            let Some((c, _)) = client.as_ref() else {
+            let Some((c, system)) = client.as_ref() else {
                 return;
             };
             match c.query_one(&format!("SELECT {TIMELINE_SQL}"), &[]).await {
                 Ok(row) => {
                     if let Some(timeline) = row.get::<_, Option<String>>(0) {
-                        self.saw(timeline);
+                        self.saw(*system, timeline);
                     }
                     return;
                 }
@@ -195,15 +204,18 @@ impl Witness {
     pub fn failover(&self) -> Option<(String, String)> {
         let seen = self.timelines.lock().expect("witness state");
         match (seen.first(), seen.last()) {
-            (Some(a), Some(b)) if a != b => Some((a.clone(), b.clone())),
+            (Some((s, a)), Some((t, b))) if a != b && (s.is_none() || t.is_none() || s == t) => {
+                Some((a.clone(), b.clone()))
+            }
             _ => None,
         }
     }
 
-    fn saw(&self, timeline: String) {
+    fn saw(&self, system: Option<i64>, timeline: String) {
         let mut seen = self.timelines.lock().expect("witness state");
-        if seen.last() != Some(&timeline) {
-            seen.push(timeline);
+        let now = (system, timeline);
+        if seen.last() != Some(&now) {
+            seen.push(now);
         }
     }
 
@@ -268,7 +280,7 @@ impl Witness {
             match c.simple_query(&witness_sql()).await {
                 Ok(messages) => {
                     if let Some((w, timeline)) = witnessed(&messages) {
-                        self.saw(timeline.clone());
+                        self.saw(*system, timeline.clone());
                         record(&w, timeline, *system);
                     }
                     break;

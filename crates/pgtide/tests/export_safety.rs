@@ -12,7 +12,7 @@
 mod support;
 
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -61,6 +61,22 @@ async fn files_links_fifos_and_queries_are_treated_as_psql_would() {
     export(&db, three_rows(), &at("out.csv")).await.unwrap();
     assert_eq!(std::fs::read_to_string(at("victim")).unwrap(), "precious\n");
     assert_eq!(std::fs::read_to_string(at("out.csv")).unwrap(), "1\n2\n3\n");
+
+    // Another user's link in a shared directory (sticky, world-writable,
+    // as /tmp) is not followed: they could aim it at any file. Only root
+    // can make a link look like another user's.
+    if std::fs::metadata("/proc/self").unwrap().uid() == 0 {
+        let shared = at("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        std::fs::write(at("target"), "kept\n").unwrap();
+        let planted = shared.join("out.csv");
+        std::os::unix::fs::symlink(at("target"), &planted).unwrap();
+        std::os::unix::fs::lchown(&planted, Some(65534), Some(65534)).unwrap();
+        let e = export(&db, three_rows(), &planted).await.unwrap_err();
+        assert!(e.message().contains("another user"), "{e:?}");
+        assert_eq!(std::fs::read_to_string(at("target")).unwrap(), "kept\n");
+    }
 
     // A FIFO is written into, as it is: the reader gets the rows.
     let fifo = at("fifo");

@@ -138,11 +138,13 @@ Workers (--workers N, tables only):
 The output appears complete or not at all:
   pgtide writes FILE.XXXXXX.partial (a new name, created exclusively) in
   FILE's directory, fsyncs it and renames it to FILE at the end; if FILE
-  is a symbolic link, the file it points to is replaced, and an existing
-  FILE keeps its mode and owner. On any error (server, lost connection,
+  is a symbolic link, the file it points to is replaced (not another
+  user's link in /tmp), and an existing FILE must be writable and keeps
+  its mode (and owner, where allowed). On any error (server, lost connection,
   statement timeout, full disk, permissions) the partial file is removed
   and the exit code is 2. Ctrl-C (or SIGTERM) removes it too, exit 130.
-  A FIFO or a device (/dev/null) is written into as it is, as psql would.
+  A FIFO or a device (/dev/null) is written into as it is, as psql would
+  (a FIFO once a reader opens it); what reached it before a failure stays.
   stdout (-) cannot be taken back: a failed export may have written part
   of the data there; a reader that stops early (| head) ends the export
   quietly with exit code 141.

@@ -10,10 +10,12 @@
 //!
 //! What `FILE` already is decides the rest, as psql `\copy .. TO 'FILE'`
 //! would write it: a symbolic link is followed (the file it points to is
-//! replaced, the link stays); an existing file keeps its mode and owner; a
-//! new one gets the mode the umask gives; a FIFO, a device or a socket is
-//! written into as it is (no rename: replacing `/dev/null` or a pipe a
-//! reader waits on would be wrong), and then nothing is removed on failure.
+//! replaced, the link stays; not another user's link in `/tmp`); an
+//! existing file must be writable, and keeps its mode (and its owner,
+//! where this user may give it); a new one gets the mode the umask gives;
+//! a FIFO or a device is written into as it is (no rename: replacing
+//! `/dev/null` or a pipe a reader waits on would be wrong), and then what
+//! reached it before a failure stays there.
 //!
 //! The writes (and the compression) run on one OS thread fed by a bounded
 //! channel, so a slow disk or compressor pushes back on the connections
@@ -198,15 +200,28 @@ fn open_file(name: &str, stop: &dyn Fn() -> bool) -> Result<(Sink, Option<(TempP
             )
         }
         Some(m) if !m.is_file() => {
-            if m.file_type().is_fifo() {
-                wait_for_reader(&path, stop)?;
-            }
+            // Kept open until the file below is: the reader, woken by
+            // it, must never find the FIFO without a writer (an EOF).
+            let waited = match m.file_type().is_fifo() {
+                true => Some(wait_for_reader(&path, stop)?),
+                false => None,
+            };
             let file = OpenOptions::new().write(true).open(&path).map_err(fail)?;
+            drop(waited);
             return Ok((Sink::Special(file), None));
         }
         // Replaced only if it could be written, as psql would write it: a
         // read-only file, or another user's, stays as it is.
-        Some(_) => drop(OpenOptions::new().write(true).open(&path).map_err(fail)?),
+        Some(_) => {
+            if let Err(e) = OpenOptions::new().write(true).open(&path) {
+                return Err(Error::new(
+                    ErrorKind::Output,
+                    format!("cannot write {name}: {e}"),
+                )
+                .with_hint("the file exists and this user may not write it; choose another --output or fix its permissions")
+                .with_source(e));
+            }
+        }
         None => {}
     }
     // A link (to a file, or to nothing yet) is followed, as a write
@@ -221,8 +236,8 @@ fn open_file(name: &str, stop: &dyn Fn() -> bool) -> Result<(Sink, Option<(TempP
 
 /// Waits until a process opens the FIFO at `path` for reading (an open
 /// for writing would block until then, deaf to Ctrl-C), checking `stop`
-/// every 100 ms.
-fn wait_for_reader(path: &Path, stop: &dyn Fn() -> bool) -> Result<()> {
+/// every 100 ms; returns the (non-blocking) end it opened.
+fn wait_for_reader(path: &Path, stop: &dyn Fn() -> bool) -> Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     loop {
         let tried = OpenOptions::new()
@@ -230,7 +245,7 @@ fn wait_for_reader(path: &Path, stop: &dyn Fn() -> bool) -> Result<()> {
             .custom_flags(libc::O_NONBLOCK)
             .open(path);
         match tried {
-            Ok(_) => return Ok(()),
+            Ok(file) => return Ok(file),
             // No reader yet.
             Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {}
             Err(e) => return Err(write_error(path, e)),
@@ -252,11 +267,33 @@ fn wait_for_reader(path: &Path, stop: &dyn Fn() -> bool) -> Result<()> {
 }
 
 /// The file a symbolic link at `path` names, through any chain of links.
+/// As the kernel's `protected_symlinks` would, a link in a sticky
+/// world-writable directory (`/tmp`) is followed only if this user or the
+/// directory's owner made it: another user could aim it at any file
+/// between our look at the path and the rename.
 fn follow(path: &Path) -> Result<PathBuf> {
+    let me = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
     let mut at = path.to_path_buf();
     for _ in 0..40 {
         match std::fs::symlink_metadata(&at) {
             Ok(m) if m.file_type().is_symlink() => {
+                let dir = match at.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                    _ => PathBuf::from("."),
+                };
+                if let Ok(d) = std::fs::metadata(&dir) {
+                    let shared = d.mode() & 0o1002 == 0o1002;
+                    if shared && Some(m.uid()) != me && m.uid() != d.uid() {
+                        return Err(Error::new(
+                            ErrorKind::Output,
+                            format!(
+                                "{} is a symbolic link another user made in a shared directory",
+                                at.display()
+                            ),
+                        )
+                        .with_hint("pgtide does not follow it (as the kernel's protected_symlinks would not); choose another --output"));
+                    }
+                }
                 let to = std::fs::read_link(&at).map_err(|e| write_error(&at, e))?;
                 at = match at.parent() {
                     Some(dir) => dir.join(to),

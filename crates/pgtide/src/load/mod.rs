@@ -359,7 +359,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         resume,
         resuming,
         freeze,
-    } = resolve::resolve(target, opts, &found).await?;
+    } = resolve::resolve(target, opts, &found, true).await?;
     // With --resume its session holds the run's lock (`ledger::guard`)
     // until the load is over.
     let guard = opts.resume.is_some().then_some(found.control);

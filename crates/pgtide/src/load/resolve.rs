@@ -100,11 +100,14 @@ pub(super) async fn find(target: &Target, opts: &LoadOptions) -> Result<Found> {
     Ok(found)
 }
 
-/// Resolves the load of `found`'s table.
+/// Resolves the load of `found`'s table. With `guard`, a `--resume` load
+/// takes its run's lock on `found.control` (`ledger::guard`; not for
+/// `--explain`, which loads nothing).
 pub(super) async fn resolve(
     target: &Target,
     opts: &LoadOptions,
     found: &Found,
+    guard: bool,
 ) -> Result<Resolved> {
     let (control, table, major) = (&found.control, &found.table, found.major);
     let (created, table_may_skip) = (&found.created, found.table_may_skip);
@@ -163,7 +166,9 @@ pub(super) async fn resolve(
         Some(mode) => {
             let options = ledger::describe_options(&opts.copy, &column_names);
             let name = table.name.to_string();
-            ledger::guard(control, &opts.inputs, (&name, table.oid)).await?;
+            if guard {
+                ledger::guard(control, &opts.inputs, (&name, table.oid)).await?;
+            }
             let mut r =
                 ledger::prepare(control, &opts.inputs, mode, (&name, table.oid), &options).await?;
             let earlier = match (&opts.rejects, opts.overwrite_rejects) {
@@ -310,7 +315,7 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
         }
         _ => opts,
     };
-    let r = resolve(target, resolving, &found).await?;
+    let r = resolve(target, resolving, &found, false).await?;
     let mut spec = pool::loader_spec(&r.plan);
     let fallbacks = spec.prepare(control).await?;
     x.say("method", describe_method(spec.method, &fallbacks));
