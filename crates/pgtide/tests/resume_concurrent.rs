@@ -94,3 +94,41 @@ async fn two_resumed_loads_of_one_file_at_once_load_each_row_once() {
     // other committed before it stopped.
     assert_eq!(n, ROWS as i64);
 }
+
+/// `--create --resume`: the ledger rows name the table the load created,
+/// not the one made and rolled back to plan it, so the same command again
+/// finds the load complete. It used to be refused as "dropped and created
+/// again" (and the hint's `ledger forget` would then have loaded every
+/// row twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_created_by_a_resumed_load_is_the_one_resumed() {
+    let db = Db::start().await;
+    let data: String = std::iter::once("id,v\n".to_owned())
+        .chain((0..ROWS).map(|i| format!("{i},row {i}\n")))
+        .collect();
+    let input = db.file(data.as_bytes(), Compress::None);
+    let mut o = LoadOptions::new(
+        vec![input.to_str().unwrap().to_owned()],
+        QualifiedName::parse("made").unwrap(),
+        CopyFormat::Csv,
+    );
+    o.copy.header = pgtide::copyopts::Header::Skip;
+    o.chunk_bytes = 16 * 1024;
+    o.resume = Some(ResumeMode::Edges);
+    o.create = Some(pgtide::infer::create::Create::default());
+    for run in 0..2 {
+        let r = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+            .await
+            .unwrap_or_else(|e| panic!("run {run}: {e:?}"));
+        assert!(r.failure.is_none(), "run {run}: {:?}", r.failure);
+        let expected = if run == 0 { ROWS as u64 } else { 0 };
+        assert_eq!(r.rows_loaded, expected, "run {run}");
+    }
+    let n: i64 = db
+        .client
+        .query_one("SELECT count(*) FROM made", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, ROWS as i64);
+}

@@ -112,6 +112,29 @@ pub struct Identity {
     pub options: String,
 }
 
+impl Resume {
+    /// The same, for the table `--create` made now (OID `oid`): the OID
+    /// planned before was of a table made and rolled back to read its
+    /// shape, and a resumed run would take rows written under it for
+    /// rows of a table dropped and created again since.
+    pub fn for_created_table(&self, oid: u32) -> Resume {
+        let inputs = self.inputs.iter().map(|(name, (id, ranges))| {
+            let id = Identity {
+                table_oid: oid,
+                ..(**id).clone()
+            };
+            (name.clone(), (Arc::new(id), ranges.clone()))
+        });
+        Resume {
+            run: self.run.clone(),
+            inputs: inputs.collect(),
+            entries: self.entries,
+            rejected: self.rejected.clone(),
+            notes: self.notes.clone(),
+        }
+    }
+}
+
 /// Byte ranges `[first, end)` of a decompressed input, sorted, merged.
 pub type Ranges = Vec<(u64, u64)>;
 

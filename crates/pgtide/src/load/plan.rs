@@ -29,6 +29,8 @@ pub(super) struct Plan {
     pub overwrite_rejects: bool,
     /// `CREATE TABLE` (`--create`), run once everything is checked.
     pub create_sql: Option<String>,
+    /// The table, quoted, for asking its OID once `create_sql` made it.
+    pub table_sql: String,
     /// `TRUNCATE` statement (`--truncate`), run once everything is checked.
     pub truncate_sql: Option<String>,
     /// `--max-rejects`.

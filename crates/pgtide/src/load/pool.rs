@@ -89,8 +89,8 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         // The reader stopped before the first chunk: its error says why.
         return Err(reader_error(reader_join(reader)));
     };
-    let xid = match start_writing(&plan, &mut spec, &shared, header, &clients).await {
-        Ok(xid) => xid,
+    let (xid, created) = match start_writing(&plan, &mut spec, &shared, header, &clients).await {
+        Ok(started) => started,
         Err(e) => {
             rx.close(); // the reader stops at its next chunk
             let _ = reader_join(reader);
@@ -105,7 +105,10 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         progress: progress.clone(),
         isolate: plan.rejects.is_some(),
         max_rejects: plan.max_rejects,
-        resume: plan.resume.clone(),
+        resume: match (&plan.resume, created) {
+            (Some(r), Some(oid)) => Some(Arc::new(r.for_created_table(oid))),
+            _ => plan.resume.clone(),
+        },
         order: plan.upsert.as_ref().map(|_| super::order::Order::new()),
         lazy,
         dirty: Default::default(),
@@ -196,6 +199,9 @@ pub(super) fn loader_spec(plan: &Plan) -> LoaderSpec {
 /// the load's one transaction begins (its id returned, for a COMMIT
 /// whose answer is lost) and the CREATE and TRUNCATE run in it, where a
 /// rollback undoes them and COPY FREEZE may follow them.
+///
+/// Returns that id, and the OID of the table `--create` made when the
+/// load resumes (`--resume`): its ledger rows must name that table.
 async fn start_writing(
     plan: &Plan,
     spec: &mut LoaderSpec,
@@ -206,7 +212,7 @@ async fn start_writing(
         crate::conn::Notices,
         crate::conn::Wire,
     )],
-) -> Result<Option<crate::batch::TxStart>> {
+) -> Result<(Option<crate::batch::TxStart>, Option<u32>)> {
     let binary = plan.format == CopyFormat::Binary;
     if binary {
         // Every chunk's COPY needs the file header in front.
@@ -227,7 +233,7 @@ async fn start_writing(
         shared.lock().expect("worker state").rejects = Some(file);
     }
     let Some((client, ..)) = clients.first() else {
-        return Ok(None);
+        return Ok((None, None));
     };
     let mut xid = None;
     if plan.single_transaction {
@@ -240,6 +246,7 @@ async fn start_writing(
     // after the first chunk's COPY on the wire took the stream (the
     // single transaction's loader is this connection).
     let first_writes = [&plan.create_sql, &plan.truncate_sql];
+    let mut created = None;
     for sql in first_writes.into_iter().flatten() {
         if let Err(e) = client.batch_execute(sql.as_str()).await {
             // Nothing was loaded: an empty reject file left behind would
@@ -252,11 +259,17 @@ async fn start_writing(
             }
             return Err(e.into());
         }
+        if Some(sql) == plan.create_sql.as_ref() && plan.resume.is_some() {
+            let row = client
+                .query_one("SELECT $1::text::regclass::oid", &[&plan.table_sql])
+                .await?;
+            created = Some(row.get::<_, u32>(0));
+        }
     }
     if let (Some(table), false) = (&plan.defer_indexes, plan.single_transaction) {
         super::indexes::drop_saved_with(client, table, plan.defer_constraints).await?;
     }
-    Ok(xid)
+    Ok((xid, created))
 }
 
 /// Waits for the reader thread.

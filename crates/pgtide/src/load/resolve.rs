@@ -207,6 +207,7 @@ pub(super) async fn resolve(
             .as_ref()
             .filter(|c| !c.exists)
             .map(|c| c.sql.clone()),
+        table_sql: table.name.quoted(),
         truncate_sql: (opts.truncate && !resuming)
             .then(|| format!("TRUNCATE {}", table.name.quoted())),
         max_rejects: opts.max_rejects,
