@@ -203,13 +203,20 @@ async fn crash_in_commit(witness: bool) {
     crate::crash::keep_wal_in_buffers(&dst.client).await;
     for i in 0..3 {
         let table = format!("c{i}");
-        both(&src, &dst, &format!("CREATE TABLE {table} (id int)")).await;
+        // The crash of the try before ended every session on the target:
+        // each try talks to it on a connection of its own.
+        let admin = dst.target.connect().await.unwrap();
         src.client
-            .batch_execute(&format!("INSERT INTO {table} VALUES (1)"))
+            .batch_execute(&format!(
+                "CREATE TABLE {table} (id int); INSERT INTO {table} VALUES (1)"
+            ))
             .await
             .unwrap();
-        dst.client
-            .batch_execute(&crate::crash::slow_commit_sql(&table))
+        admin
+            .batch_execute(&format!(
+                "CREATE TABLE {table} (id int); {}",
+                crate::crash::slow_commit_sql(&table)
+            ))
             .await
             .unwrap();
         let mut o = TransferOptions::new(names(&[table.as_str()]));
@@ -221,7 +228,7 @@ async fn crash_in_commit(witness: bool) {
             )
         };
         let (range_xid, stranger_xid) =
-            crate::crash::crash_in_commit(&dst.client, &dst.target).await;
+            crate::crash::crash_in_commit(&admin, &dst.target).await;
         let r = copy.await.unwrap().unwrap();
         let check = dst.target.connect().await.unwrap();
         let got = ids(&check, &format!("SELECT id FROM {table}")).await;
