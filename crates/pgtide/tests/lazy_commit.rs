@@ -61,7 +61,9 @@ async fn settled_count(db: &Db, table: &str) -> i64 {
 /// with the first half's last key again.
 async fn crash_between_chunks(db: &Db, table: &str, lazy_commit: bool, dup: bool) -> i64 {
     let key = if dup { " PRIMARY KEY" } else { "" };
-    db.client
+    // The restart of the try before ended `db.client`'s session.
+    let admin = db.target.connect().await.unwrap();
+    admin
         .batch_execute(&format!("CREATE TABLE {table} (id int{key}, v text)"))
         .await
         .unwrap();

@@ -318,6 +318,8 @@ async fn killed_loads_resume_exactly_once() {
             bad: true,
             restart: false,
         },
+        // Last: its restart ends `db.client`'s session, which the seeds
+        // before it use.
         Seed {
             seed: 4,
             compress: Compress::Zstd,

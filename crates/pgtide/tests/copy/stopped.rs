@@ -227,8 +227,7 @@ async fn crash_in_commit(witness: bool) {
                 async move { transfer::run(&from, &to, &o, Arc::new(Progress::new(1))).await },
             )
         };
-        let (range_xid, stranger_xid) =
-            crate::crash::crash_in_commit(&admin, &dst.target).await;
+        let (range_xid, stranger_xid) = crate::crash::crash_in_commit(&admin, &dst.target).await;
         let r = copy.await.unwrap().unwrap();
         let check = dst.target.connect().await.unwrap();
         let got = ids(&check, &format!("SELECT id FROM {table}")).await;
