@@ -7,8 +7,11 @@
 //! windows of at most [`WINDOW_ROWS`] rows or [`WINDOW_BYTES`] of
 //! parameters (whichever comes first; one row always goes, however
 //! wide), written with the `postgres-protocol` codecs in one buffer and
-//! one write, closed by a single Sync; then the window's answers are read
-//! and the next window is built. Memory is one window of messages.
+//! one write, closed by a single Sync. The next window is built and
+//! written while the server answers the one before (two windows in
+//! flight, read and written at once, so neither side waits on the other's
+//! socket): the server never idles between windows. Memory is one window
+//! of messages.
 //!
 //! The connection is the loader's own (`conn::Target::connect_wire`):
 //! tokio-postgres opened it (TLS, authentication) and runs every other
@@ -19,8 +22,9 @@
 //!
 //! Errors. After an ErrorResponse the server discards every message up to
 //! the window's Sync, so the rows after the failing one in that window are
-//! not run; the transaction is aborted anyway, so they are not re-sent
-//! here: the batch fails with `record` = the index of the failing row in
+//! not run, and the window written behind it is refused whole (the
+//! transaction, opened by `BEGIN`, is aborted; its answers are read and
+//! dropped). None of them is re-sent here: the batch fails with `record` = the index of the failing row in
 //! the batch (the server answers each row's Bind and Execute in order, so
 //! the row is known exactly), and isolation (`reject::isolate`) re-sends
 //! the rows after it in a new transaction, as for every method. The
@@ -45,7 +49,7 @@ use tokio_postgres::Client;
 use super::insert::{copy_one, statement_sql};
 use super::spec::LoaderSpec;
 use crate::batch::{Batch, BatchError};
-use crate::conn::{Raw, Wire};
+use crate::conn::Wire;
 use crate::copyopts::CopyFormat;
 
 /// Rows per window (per Sync).
@@ -101,62 +105,111 @@ pub(super) async fn rows(
     let mut total = 0u64;
     while records.peek().is_some() {
         let mut raw = wire.raw();
-        // Windows until the batch ends or a record needs its own COPY.
+        let (mut rd, mut wr) = tokio::io::split(&mut raw);
+        // Windows until the batch ends or a record needs its own COPY;
+        // each is written while the one before it is answered, so the
+        // server always has the next window at hand.
         let mut bad = None;
-        while records.peek().is_some() && bad.is_none() {
+        let mut pending: Option<Sent> = None;
+        let failure = loop {
             out.clear();
-            let parse = !prepared.0;
-            let mut encoded = Ok(());
-            if parse {
-                encoded = frontend::parse(STATEMENT, &sql, None, &mut out);
-            }
-            let first = records.peek().map_or(0, |(i, _)| *i as u64);
-            let (mut n, mut bytes) = (0usize, 0usize);
-            while encoded.is_ok() && n < WINDOW_ROWS && bytes < WINDOW_BYTES {
-                let Some((i, span)) = records.peek() else {
-                    break;
+            let mut next = None;
+            if bad.is_none() && records.peek().is_some() {
+                // The Parse goes once, in the first window.
+                let parse = !prepared.0 && pending.is_none();
+                let first = records.peek().map_or(0, |(i, _)| *i as u64);
+                let mut fill = || -> std::io::Result<usize> {
+                    if parse {
+                        frontend::parse(STATEMENT, &sql, None, &mut out)?;
+                    }
+                    let (mut n, mut bytes) = (0usize, 0usize);
+                    while n < WINDOW_ROWS && bytes < WINDOW_BYTES {
+                        let Some((i, span)) = records.peek() else {
+                            break;
+                        };
+                        let record = &data[span.start..span.end];
+                        let ok = split_record(&spec.dialect, &setup.nulls, record, &mut fields)
+                            .is_ok()
+                            && fields.len() == setup.columns.len();
+                        if !ok {
+                            bad = Some((*i as u64, data.slice(span.start..span.end)));
+                            records.next();
+                            break;
+                        }
+                        bytes += fields
+                            .iter()
+                            .map(|f| 4 + f.map_or(0, <[u8]>::len))
+                            .sum::<usize>();
+                        bind(&mut out, format, &fields)?;
+                        frontend::execute("", 0, &mut out)?;
+                        n += 1;
+                        records.next();
+                    }
+                    Ok(n)
                 };
-                let record = &data[span.start..span.end];
-                let ok = split_record(&spec.dialect, &setup.nulls, record, &mut fields).is_ok()
-                    && fields.len() == setup.columns.len();
-                if !ok {
-                    bad = Some((*i as u64, data.slice(span.start..span.end)));
-                    records.next();
-                    break;
+                match fill() {
+                    Ok(0) => {}
+                    Ok(n) => {
+                        frontend::sync(&mut out);
+                        next = Some(Sent { parse, first, n });
+                    }
+                    // Unreachable for a table's columns (a value over 2
+                    // GiB, more than 65,535 parameters): the server would
+                    // refuse it too; the batch fails and the connection
+                    // is dropped.
+                    Err(_) => break Some(Failed::Broken),
                 }
-                bytes += fields
-                    .iter()
-                    .map(|f| 4 + f.map_or(0, <[u8]>::len))
-                    .sum::<usize>();
-                encoded = bind(&mut out, format, &fields)
-                    .and_then(|()| frontend::execute("", 0, &mut out));
-                n += 1;
-                records.next();
             }
-            if encoded.is_err() {
-                // Unreachable for a table's columns (a value over 2 GiB,
-                // more than 65,535 parameters): the server would refuse
-                // it too; the batch fails and the connection is dropped.
-                drop(raw);
-                return Err(deliver(client, wire, Failed::Broken).await);
+            if next.is_none() && pending.is_none() {
+                break None;
             }
-            if n == 0 {
-                break;
-            }
-            frontend::sync(&mut out);
-            match window(&mut raw, &out, &mut input, parse, first, n, user).await {
-                Ok(rows) => {
+            let send = async {
+                if next.is_some() {
+                    wr.write_all(&out).await?;
+                    wr.flush().await?;
+                }
+                Ok::<(), std::io::Error>(())
+            };
+            let answer = async {
+                match &pending {
+                    Some(p) => Some(answers(&mut rd, &mut input, p, user).await),
+                    None => None,
+                }
+            };
+            let (sent, answered) = tokio::join!(send, answer);
+            let failed = match answered {
+                Some(Ok(rows)) => {
                     total += rows;
                     prepared.0 = true;
+                    None
                 }
-                Err((parsed, failed)) => {
+                Some(Err((parsed, failed))) => {
                     prepared.0 |= parsed;
-                    drop(raw);
-                    return Err(deliver(client, wire, failed).await);
+                    Some(failed)
                 }
+                None => None,
+            };
+            match (failed, sent.is_ok()) {
+                (None, true) => pending = next,
+                (_, false) => break Some(Failed::Broken),
+                // The window sent behind the failed one ran in the aborted
+                // transaction: its answers are read (and dropped) before
+                // the connection goes back to the client.
+                (Some(f @ Failed::Server { .. }), true) if next.is_some() => {
+                    break Some(if drain(&mut rd, &mut input).await {
+                        f
+                    } else {
+                        Failed::Broken
+                    });
+                }
+                (Some(f), true) => break Some(f),
             }
-        }
+        };
+        drop((rd, wr));
         drop(raw);
+        if let Some(failed) = failure {
+            return Err(deliver(client, wire, failed).await);
+        }
         if let Some((i, record)) = bad {
             total += copy_one(client, spec, record)
                 .await
@@ -196,45 +249,46 @@ fn bind(out: &mut BytesMut, format: i16, fields: &Fields) -> std::io::Result<()>
     }
 }
 
-/// Sends one window (`out`, ending with Sync) and reads its answers: `n`
-/// rows, the first being record `first` of the batch, after a Parse when
-/// `parse`. Returns the rows inserted, or whether the Parse succeeded and
-/// what failed. The stream is taken only after a client request that read
-/// its ReadyForQuery, so a ReadyForQuery before the window's end is out of
-/// place (the connection is then killed, never left to hang).
-#[allow(clippy::too_many_arguments)]
-async fn window(
-    raw: &mut Raw<'_>,
-    out: &[u8],
-    input: &mut BytesMut,
+/// A window written and not yet answered: `n` rows, the first being
+/// record `first` of the batch, after a Parse when `parse`.
+struct Sent {
     parse: bool,
     first: u64,
     n: usize,
+}
+
+/// Reads the answers to the window `sent`, up to its ReadyForQuery.
+/// Returns the rows inserted, or whether the Parse succeeded and what
+/// failed. The stream is taken only after a client request that read its
+/// ReadyForQuery, and a window's answers are read in order, so a
+/// ReadyForQuery before the window's end is out of place (the connection
+/// is then killed, never left to hang).
+async fn answers<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    input: &mut BytesMut,
+    sent: &Sent,
     user: bool,
 ) -> Result<u64, (bool, Failed)> {
     let broken = |parsed| (parsed, Failed::Broken);
-    if raw.write_all(out).await.is_err() || raw.flush().await.is_err() {
-        return Err(broken(false));
-    }
-    let mut parsed = !parse;
+    let mut parsed = !sent.parse;
     let mut done = 0usize;
     let mut rows = 0u64;
     let mut error: Option<Failed> = None;
     loop {
-        let Some((message, frame)) = next_message(raw, input).await else {
+        let Some((message, frame)) = next_message(rd, input).await else {
             return Err(broken(parsed));
         };
         match message {
             Message::ReadyForQuery(_) => {
                 return match error {
-                    None if done == n => Ok(rows),
+                    None if done == sent.n => Ok(rows),
                     None => Err(broken(parsed)),
                     Some(e) => Err((parsed, e)),
                 };
             }
             Message::ParseComplete if !parsed => parsed = true,
             Message::BindComplete | Message::DataRow(_) if error.is_none() => {}
-            Message::CommandComplete(body) if error.is_none() && done < n => {
+            Message::CommandComplete(body) if error.is_none() && done < sent.n => {
                 done += 1;
                 rows += if user {
                     1
@@ -245,15 +299,30 @@ async fn window(
                         .unwrap_or(0)
                 };
             }
-            Message::EmptyQueryResponse if error.is_none() && done < n => done += 1,
+            Message::EmptyQueryResponse if error.is_none() && done < sent.n => done += 1,
             Message::ErrorResponse(_) if error.is_none() => {
-                let record = parsed.then_some(first + done as u64);
+                let record = parsed.then_some(sent.first + done as u64);
                 error = frame.map(|response| Failed::Server { record, response });
             }
             Message::NoticeResponse(_)
             | Message::ParameterStatus(_)
             | Message::NotificationResponse(_) => {}
             _ => return Err(broken(parsed)),
+        }
+    }
+}
+
+/// Reads the answers to a window sent behind a failed one, which the
+/// server ran in the aborted transaction (every statement refused), up to
+/// its ReadyForQuery. False: the socket broke, or the window was run (the
+/// transaction was not aborted after all: nothing is to be trusted).
+async fn drain<R: AsyncRead + Unpin>(rd: &mut R, input: &mut BytesMut) -> bool {
+    loop {
+        match next_message(rd, input).await {
+            None => return false,
+            Some((Message::ReadyForQuery(_), _)) => return true,
+            Some((Message::CommandComplete(_), _)) => return false,
+            Some(_) => {}
         }
     }
 }
