@@ -22,7 +22,9 @@
 //! loaded table): the floor that `--method binary` is measured against.
 //!
 //! Every run starts from an empty table (`TRUNCATE ... RESTART IDENTITY`,
-//! `CHECKPOINT`) and its `count(*)` is checked.
+//! `CHECKPOINT`) and its `count(*)` is checked. The contenders of a data
+//! set run interleaved (each once, then again), so that drift on a shared
+//! machine falls on all of them.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -146,20 +148,26 @@ impl Scenario for MethodsBench {
                 .batch_execute(&create_table(set.table, def))
                 .await?;
             let reset = format!("TRUNCATE {} RESTART IDENTITY", set.table);
-            for (who, how) in &set.contenders {
-                let m = r.blank(set.table, who, set.rows);
-                r.contender(m, &reset, async |client| {
-                    let seconds = match how {
-                        Some((method, workers)) => {
-                            time_pgtide(target, set, *method, *workers).await?
-                        }
-                        None => time_baseline(target, client, psql.as_deref(), set, who).await?,
-                    };
-                    let n = count_rows(client, set.table).await?;
-                    expect_rows(n, set.rows, &format!("{}: {who}", set.table))?;
-                    Ok(seconds)
-                })
-                .await?;
+            // Run by run, every contender once (a floor and the loads
+            // measured against it see the same machine).
+            let mut ms: Vec<Measurement> = set
+                .contenders
+                .iter()
+                .map(|(who, _)| r.blank(set.table, who, set.rows))
+                .collect();
+            r.interleaved(&mut ms, &reset, async |client, i| {
+                let (who, how) = &set.contenders[i];
+                let seconds = match how {
+                    Some((method, workers)) => time_pgtide(target, set, *method, *workers).await?,
+                    None => time_baseline(target, client, psql.as_deref(), set, who).await?,
+                };
+                let n = count_rows(client, set.table).await?;
+                expect_rows(n, set.rows, &format!("{}: {who}", set.table))?;
+                Ok(seconds)
+            })
+            .await?;
+            for m in ms {
+                r.push(m);
             }
         }
         Ok(r.finish())
