@@ -310,7 +310,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "N")]
     pub batch_rows: Option<usize>,
 
-    /// Chunk size in bytes: the unit of parallelism and of commit.
+    /// Chunk size in bytes (e.g. 4194304, 16MB, 64MiB): the unit of
+    /// parallelism and of commit.
     #[arg(long, value_name = "BYTES", default_value_t = pgtide::chunk::DEFAULT_CHUNK_BYTES, value_parser = chunk_bytes, hide_short_help = true)]
     pub chunk_bytes: usize,
 
@@ -318,7 +319,7 @@ pub struct LoadArgs {
     /// chunk holds whole records, so this bounds memory beyond the
     /// chunks; an unmatched quote would otherwise make the rest of the
     /// file one record. The error names the line where the record starts.
-    #[arg(long, value_name = "BYTES", default_value_t = pgtide::chunk::DEFAULT_MAX_RECORD_BYTES, hide_short_help = true)]
+    #[arg(long, value_name = "BYTES", default_value_t = pgtide::chunk::DEFAULT_MAX_RECORD_BYTES, value_parser = record_bytes, hide_short_help = true)]
     pub max_record_bytes: usize,
 
     /// CopyData message size in bytes (benchmarking knob).
@@ -392,12 +393,35 @@ fn workers(s: &str) -> Result<usize, String> {
 }
 
 fn chunk_bytes(s: &str) -> Result<usize, String> {
-    bounded(
+    size(
         s,
         1,
         MAX_CHUNK_BYTES,
         "a chunk is held in memory whole, PostgreSQL's own limit for one allocation is 1 GiB",
     )
+}
+
+fn record_bytes(s: &str) -> Result<usize, String> {
+    size(s, 1, usize::MAX, "")
+}
+
+/// A size in bytes in `min..=max`: a number, or one with a unit as
+/// PostgreSQL's settings take them (`64kB`, `4MB`, `1GB`: powers of 1024,
+/// as are `KiB`, `MiB`, `GiB`); the error says why there is a limit.
+fn size(s: &str, min: usize, max: usize, why: &str) -> Result<usize, String> {
+    let parsed = parse_size::Config::new().with_binary().parse_size(s.trim());
+    let why = if why.is_empty() {
+        String::new()
+    } else {
+        format!(" ({why})")
+    };
+    match parsed {
+        Ok(n) if n >= min as u64 && n <= max as u64 => Ok(n as usize),
+        Ok(_) => Err(format!("must be from {min} to {max} bytes{why}")),
+        Err(_) => Err(format!(
+            "must be a size in bytes, e.g. 4194304, 4MB or 4MiB (units are powers of 1024, as in PostgreSQL's settings), from {min} to {max}"
+        )),
+    }
 }
 
 /// A number in `min..=max`; the error says why there is a limit.
@@ -508,5 +532,22 @@ mod tests {
             header(&[&load[..], &["--header=false"]].concat()),
             Header::None
         );
+    }
+
+    #[test]
+    fn sizes_take_postgresqls_units() {
+        for (text, bytes) in [
+            ("4096", 4096),
+            ("64kB", 64 << 10),
+            ("16MB", 16 << 20),
+            ("16MiB", 16 << 20),
+            (" 1GB ", 1 << 30),
+        ] {
+            assert_eq!(chunk_bytes(text), Ok(bytes), "{text}");
+        }
+        for text in ["0", "2GB", "16 apples", "", "-1"] {
+            assert!(chunk_bytes(text).is_err(), "{text}");
+        }
+        assert_eq!(record_bytes("1TB"), Ok(1 << 40));
     }
 }
