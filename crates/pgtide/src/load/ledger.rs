@@ -71,7 +71,7 @@ CREATE TABLE IF NOT EXISTS pgtide.ledger (
     run          text        NOT NULL,
     committed_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
-CREATE INDEX IF NOT EXISTS ledger_input ON pgtide.ledger (input);
+CREATE INDEX IF NOT EXISTS ledger_input_end ON pgtide.ledger (input, end_byte);
 DO $$ BEGIN
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute
                    WHERE attrelid = 'pgtide.ledger'::regclass AND attname = 'shard'
@@ -284,9 +284,23 @@ pub(super) async fn insert(
     claim::insert(client, &claim).await
 }
 
-/// Creates the ledger if needed (serialised by an advisory lock, so two
-/// first loads at once do not collide).
+/// Whether the ledger is there whole (its `shard` column and its index on
+/// `(input, end_byte)`, which keeps each chunk's claim a few index entries
+/// long however many chunks the input has: the ledgers of older pgtide
+/// versions lack them).
+const COMPLETE_SQL: &str = "SELECT to_regclass('pgtide.ledger_input_end') IS NOT NULL \
+    AND EXISTS (SELECT FROM pg_catalog.pg_attribute \
+                WHERE attrelid = to_regclass('pgtide.ledger') AND attname = 'shard' \
+                  AND NOT attisdropped)";
+
+/// Creates the ledger, or what an older one lacks, if needed (serialised
+/// by an advisory lock, so two first loads at once do not collide). A
+/// ledger that is complete is left alone: its DDL needs its owner, and a
+/// user a DBA granted rows of it to (see the README) is not.
 pub async fn ensure(client: &Client) -> Result<()> {
+    if client.query_one(COMPLETE_SQL, &[]).await?.get::<_, bool>(0) {
+        return Ok(());
+    }
     client
         .batch_execute(&format!(
             "BEGIN; SELECT pg_advisory_xact_lock(hashtext('pgtide.ledger')); {CREATE_SQL} COMMIT"
