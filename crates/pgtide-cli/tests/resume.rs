@@ -1,6 +1,6 @@
 //! `pgtide load --resume` and `pgtide ledger` from the binary: a complete
-//! load says so and exits 0, stdin is refused, the ledger is listed and
-//! forgotten.
+//! load says so and exits 0, stdin and a file listed twice are refused,
+//! the ledger is listed and forgotten.
 
 mod common;
 
@@ -51,6 +51,18 @@ fn resume_from_the_binary() {
         "{}",
         text(&out.stderr)
     );
+
+    // One file twice, the second time through another path: the copies
+    // would share the ledger's entries, and the second was found
+    // "complete" (a silent loss): refused, the table untouched.
+    let other = format!("{}/./in.csv", dir.path().display());
+    let twice = [&load[..], &[other.as_str(), "--truncate"]].concat();
+    let out = pgtide(&twice, b"");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is listed twice"), "{err}");
+    assert!(err.contains("without --resume"), "{err}");
+    assert_eq!(psql(&c, "SELECT count(*) FROM t"), "5000");
 
     let out = pgtide(&["ledger", "list", "--json", "--db", &db], b"");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

@@ -39,9 +39,13 @@ mod claim;
 pub(super) use claim::guard;
 #[path = "ledger_entries.rs"]
 mod entries;
+#[path = "ledger_refusals.rs"]
+mod refusals;
 #[path = "ledger_unfinished.rs"]
 mod unfinished;
 pub use entries::{forget, list, routed_servers, Entry};
+pub use refusals::stdin_refused;
+use refusals::{listed_twice, mismatch};
 pub(super) use unfinished::unfinished;
 
 /// The schema and table of the ledger.
@@ -395,6 +399,7 @@ pub async fn prepare_on(
         ..Resume::default()
     };
     let mut each = vec![BTreeMap::new(); ledgers.len()];
+    let mut listed: BTreeMap<String, &str> = BTreeMap::new();
     for input in inputs {
         if crate::source::read_once(input) {
             return Err(stdin_refused());
@@ -403,6 +408,9 @@ pub async fn prepare_on(
             .map_err(|e| Error::read(input, e))?
             .to_string_lossy()
             .into_owned();
+        if let Some(before) = listed.insert(path.clone(), input) {
+            return Err(listed_twice(before, input, &path));
+        }
         let mut rows = Vec::new();
         for (l, (client, scope)) in ledgers.iter().enumerate() {
             let found = client
@@ -464,12 +472,6 @@ pub async fn prepare_on(
     Ok((out, each))
 }
 
-/// `--resume` cannot skip what it cannot read again.
-pub fn stdin_refused() -> Error {
-    Error::config("--resume cannot read stdin (-) or a pipe: a resumed run reads the input again from its start to skip what is committed")
-        .with_hint("save the input to a file and load the file with --resume")
-}
-
 /// Sorted ranges merged where they touch or overlap.
 fn merge(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     ranges.sort_unstable();
@@ -481,63 +483,6 @@ fn merge(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
         }
     }
     out
-}
-
-/// The error for an input whose ledger entries say another file, table
-/// or options.
-fn mismatch(input: &str, stored: &Identity, now: &Identity) -> Error {
-    let mut what = Vec::new();
-    if stored.size != now.size {
-        what.push(format!(
-            "its size was {} bytes, it is {} now",
-            stored.size, now.size
-        ));
-    } else if stored.fingerprint != now.fingerprint {
-        what.push("its content changed (the fingerprint of its first and last MiB, or of the whole file with --resume=strict, differs)".to_owned());
-    }
-    if stored.table != now.table {
-        what.push(format!(
-            "it was loaded into {}, not {}",
-            stored.table, now.table
-        ));
-    } else if stored.table_oid != now.table_oid {
-        what.push(format!(
-            "table {} was dropped and created again since (OID {} then, {} now)",
-            now.table, stored.table_oid, now.table_oid
-        ));
-    }
-    if stored.options != now.options {
-        what.push(options_diff(&stored.options, &now.options));
-    }
-    Error::config(format!(
-        "--resume: {input} is not the load the ledger ({LEDGER_TABLE}) recorded: {}",
-        what.join("; ")
-    ))
-    .with_hint(format!(
-        "resume with the same file, table and options; or, to load it afresh, clear its \
-         entries with `pgtide ledger forget {input}` (its committed rows stay in {})",
-        stored.table
-    ))
-}
-
-/// Which format options differ, by name.
-fn options_diff(stored: &str, now: &str) -> String {
-    let parse = |s: &str| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(s);
-    let (Ok(a), Ok(b)) = (parse(stored), parse(now)) else {
-        return format!("the options were {stored}, they are {now}");
-    };
-    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    let diffs: Vec<String> = keys
-        .into_iter()
-        .filter(|k| a.get(*k) != b.get(*k))
-        .map(|k| {
-            let show = |v: Option<&serde_json::Value>| v.map_or("-".to_owned(), |v| v.to_string());
-            format!("{k} was {}, is {}", show(a.get(k)), show(b.get(k)))
-        })
-        .collect();
-    format!("other format options ({})", diffs.join(", "))
 }
 
 /// This run's name: start time and process id.
