@@ -83,3 +83,52 @@ async fn sixteen_hundred_columns_with_bad_rows_with_every_method() {
         }
     }
 }
+
+/// A window answered with as much as it carried (`--sql .. RETURNING *` of
+/// 4 KB rows: a window is a megabyte each way) over a Unix socket, whose
+/// buffers hold a fraction of that: the pipeline wrote a whole window
+/// before it read any answer, the server stopped reading once its answers
+/// filled the socket, and both waited for ever. Now every window being
+/// written has its answers read meanwhile; bad rows at window edges too.
+#[tokio::test]
+async fn a_window_answered_with_as_much_as_it_carried_does_not_hang() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute("CREATE TABLE echo (id int, v text)")
+        .await
+        .unwrap();
+    let bad = [5usize, 255, 256, 511, 1999];
+    let data: String = (0..2000)
+        .map(|i| {
+            let id = if bad.contains(&i) {
+                "x".to_owned()
+            } else {
+                i.to_string()
+            };
+            format!("{id},{}\n", "v".repeat(4000))
+        })
+        .collect();
+    let mut o = db.csv_options(data.as_bytes(), "echo");
+    o.method = Method::Pipeline;
+    o.sql = Some("INSERT INTO echo VALUES ($1, $2) RETURNING *".into());
+    let rejects = std::path::PathBuf::from(&o.inputs[0]).with_extension("rejects");
+    o.rejects = Some(rejects.clone());
+    let socket = db
+        .cluster
+        .conninfo()
+        .replace("host=127.0.0.1", &format!("host={}", db.cluster.socket_dir().display()));
+    let target = pgtide::conn::Target::parse_with(&socket, &pgtide::conn::Env::empty()).unwrap();
+    let load = pgtide::load::run(
+        &target,
+        &o,
+        std::sync::Arc::new(pgtide::progress::Progress::new(1)),
+    );
+    let r = tokio::time::timeout(std::time::Duration::from_secs(120), load)
+        .await
+        .expect("the load hung")
+        .unwrap();
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!((r.rows_loaded, r.rows_rejected), (1995, 5));
+    let lines: Vec<u64> = bad.iter().map(|&i| i as u64 + 1).collect();
+    assert_eq!(rejected_lines(&rejects), lines);
+}

@@ -53,6 +53,7 @@ mod tally;
 pub mod upsert;
 mod values;
 mod wire;
+mod wire_answers;
 mod wire_copy;
 mod worker;
 

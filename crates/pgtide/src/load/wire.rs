@@ -46,8 +46,11 @@ use postgres_protocol::IsNull;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_postgres::Client;
 
+use std::collections::VecDeque;
+
 use super::insert::{copy_one, statement_sql};
 use super::spec::LoaderSpec;
+use super::wire_answers::{Answered, Answering, Failed, Sent};
 use crate::batch::{Batch, BatchError};
 use crate::conn::Wire;
 use crate::copyopts::CopyFormat;
@@ -66,18 +69,6 @@ const STATEMENT: &str = "pgtide_pipeline";
 /// Per-connection state: whether [`STATEMENT`] is prepared.
 #[derive(Default)]
 pub struct Prepared(bool);
-
-/// What went wrong in a window.
-pub(super) enum Failed {
-    /// The server refused `record` (`None`: the Parse, no row): its
-    /// ErrorResponse, whole.
-    Server {
-        record: Option<u64>,
-        response: BytesMut,
-    },
-    /// The socket broke, or the server said something out of place.
-    Broken,
-}
 
 /// Loads the batch's records, one INSERT each, windows of
 /// [`WINDOW_ROWS`]/[`WINDOW_BYTES`] under one Sync; the rows inserted
@@ -106,17 +97,21 @@ pub(super) async fn rows(
     while records.peek().is_some() {
         let mut raw = wire.raw();
         let (mut rd, mut wr) = tokio::io::split(&mut raw);
-        // Windows until the batch ends or a record needs its own COPY;
-        // each is written while the one before it is answered, so the
-        // server always has the next window at hand.
+        // Windows until the batch ends or a record needs its own COPY.
+        // Each is written while the one before it is answered, so the
+        // server always has the next window at hand; and whenever a window
+        // is being written its answers are read too, so that neither side
+        // can wait on the other's full socket (a `RETURNING` or a NOTICE
+        // per row answers a window with as much as it carried).
         let mut bad = None;
-        let mut pending: Option<Sent> = None;
-        let failure = loop {
+        let mut queue: VecDeque<Answering> = VecDeque::new();
+        let mut failed: Option<Failed> = None;
+        let failure = 'windows: loop {
             out.clear();
             let mut next = None;
-            if bad.is_none() && records.peek().is_some() {
+            if failed.is_none() && bad.is_none() && queue.len() < 2 && records.peek().is_some() {
                 // The Parse goes once, in the first window.
-                let parse = !prepared.0 && pending.is_none();
+                let parse = !prepared.0 && !queue.iter().any(Answering::parses);
                 let first = records.peek().map_or(0, |(i, _)| *i as u64);
                 let mut fill = || -> std::io::Result<usize> {
                     if parse {
@@ -160,49 +155,64 @@ pub(super) async fn rows(
                     Err(_) => break Some(Failed::Broken),
                 }
             }
-            if next.is_none() && pending.is_none() {
-                break None;
+            if next.is_none() && queue.is_empty() {
+                break failed;
             }
-            let send = async {
-                if next.is_some() {
-                    wr.write_all(&out).await?;
-                    wr.flush().await?;
-                }
-                Ok::<(), std::io::Error>(())
+            // Until the window written now (if any) is the only one left
+            // unanswered; with none to write, until every answer is read.
+            let keep = usize::from(next.is_some());
+            let mut writing = next.is_some();
+            if let Some(sent) = next {
+                queue.push_back(Answering::new(sent, failed.is_some()));
+            }
+            let write = async {
+                wr.write_all(&out).await?;
+                wr.flush().await
             };
-            let answer = async {
-                match &pending {
-                    Some(p) => Some(answers(&mut rd, &mut input, p, user).await),
-                    None => None,
+            tokio::pin!(write);
+            while writing || queue.len() > keep {
+                tokio::select! {
+                    w = &mut write, if writing => {
+                        writing = false;
+                        if w.is_err() {
+                            break 'windows Some(Failed::Broken);
+                        }
+                    }
+                    m = next_message(&mut rd, &mut input) => {
+                        let Some((message, frame)) = m else {
+                            break 'windows Some(Failed::Broken);
+                        };
+                        // An answer with no window to answer is out of place.
+                        let Some(front) = queue.front_mut() else {
+                            break 'windows Some(Failed::Broken);
+                        };
+                        let Some(result) = front.feed(message, frame, user) else {
+                            continue;
+                        };
+                        queue.pop_front();
+                        match result {
+                            Answered::Rows(rows) => {
+                                total += rows;
+                                prepared.0 = true;
+                            }
+                            Answered::Failed { parsed, failed: f } => {
+                                prepared.0 |= parsed;
+                                if matches!(f, Failed::Broken) {
+                                    break 'windows Some(f);
+                                }
+                                // The windows behind it run in the aborted
+                                // transaction: their answers are read and
+                                // dropped before the connection goes back.
+                                queue.iter_mut().for_each(Answering::behind);
+                                failed.get_or_insert(f);
+                            }
+                            // Refused whole, as it must be (the statements
+                            // of a window are refused once the one before
+                            // failed): nothing to count.
+                            Answered::Refused => {}
+                        }
+                    }
                 }
-            };
-            let (sent, answered) = tokio::join!(send, answer);
-            let failed = match answered {
-                Some(Ok(rows)) => {
-                    total += rows;
-                    prepared.0 = true;
-                    None
-                }
-                Some(Err((parsed, failed))) => {
-                    prepared.0 |= parsed;
-                    Some(failed)
-                }
-                None => None,
-            };
-            match (failed, sent.is_ok()) {
-                (None, true) => pending = next,
-                (_, false) => break Some(Failed::Broken),
-                // The window sent behind the failed one ran in the aborted
-                // transaction: its answers are read (and dropped) before
-                // the connection goes back to the client.
-                (Some(f @ Failed::Server { .. }), true) if next.is_some() => {
-                    break Some(if drain(&mut rd, &mut input).await {
-                        f
-                    } else {
-                        Failed::Broken
-                    });
-                }
-                (Some(f), true) => break Some(f),
             }
         };
         drop((rd, wr));
@@ -246,84 +256,6 @@ fn bind(out: &mut BytesMut, format: i16, fields: &Fields) -> std::io::Result<()>
         Ok(()) => Ok(()),
         Err(frontend::BindError::Serialization(e)) => Err(e),
         Err(frontend::BindError::Conversion(e)) => Err(std::io::Error::other(e)),
-    }
-}
-
-/// A window written and not yet answered: `n` rows, the first being
-/// record `first` of the batch, after a Parse when `parse`.
-struct Sent {
-    parse: bool,
-    first: u64,
-    n: usize,
-}
-
-/// Reads the answers to the window `sent`, up to its ReadyForQuery.
-/// Returns the rows inserted, or whether the Parse succeeded and what
-/// failed. The stream is taken only after a client request that read its
-/// ReadyForQuery, and a window's answers are read in order, so a
-/// ReadyForQuery before the window's end is out of place (the connection
-/// is then killed, never left to hang).
-async fn answers<R: AsyncRead + Unpin>(
-    rd: &mut R,
-    input: &mut BytesMut,
-    sent: &Sent,
-    user: bool,
-) -> Result<u64, (bool, Failed)> {
-    let broken = |parsed| (parsed, Failed::Broken);
-    let mut parsed = !sent.parse;
-    let mut done = 0usize;
-    let mut rows = 0u64;
-    let mut error: Option<Failed> = None;
-    loop {
-        let Some((message, frame)) = next_message(rd, input).await else {
-            return Err(broken(parsed));
-        };
-        match message {
-            Message::ReadyForQuery(_) => {
-                return match error {
-                    None if done == sent.n => Ok(rows),
-                    None => Err(broken(parsed)),
-                    Some(e) => Err((parsed, e)),
-                };
-            }
-            Message::ParseComplete if !parsed => parsed = true,
-            Message::BindComplete | Message::DataRow(_) if error.is_none() => {}
-            Message::CommandComplete(body) if error.is_none() && done < sent.n => {
-                done += 1;
-                rows += if user {
-                    1
-                } else {
-                    body.tag()
-                        .ok()
-                        .and_then(|t| t.rsplit(' ').next()?.parse().ok())
-                        .unwrap_or(0)
-                };
-            }
-            Message::EmptyQueryResponse if error.is_none() && done < sent.n => done += 1,
-            Message::ErrorResponse(_) if error.is_none() => {
-                let record = parsed.then_some(sent.first + done as u64);
-                error = frame.map(|response| Failed::Server { record, response });
-            }
-            Message::NoticeResponse(_)
-            | Message::ParameterStatus(_)
-            | Message::NotificationResponse(_) => {}
-            _ => return Err(broken(parsed)),
-        }
-    }
-}
-
-/// Reads the answers to a window sent behind a failed one, which the
-/// server ran in the aborted transaction (every statement refused), up to
-/// its ReadyForQuery. False: the socket broke, or the window was run (the
-/// transaction was not aborted after all: nothing is to be trusted).
-async fn drain<R: AsyncRead + Unpin>(rd: &mut R, input: &mut BytesMut) -> bool {
-    loop {
-        match next_message(rd, input).await {
-            None => return false,
-            Some((Message::ReadyForQuery(_), _)) => return true,
-            Some((Message::CommandComplete(_), _)) => return false,
-            Some(_) => {}
-        }
     }
 }
 

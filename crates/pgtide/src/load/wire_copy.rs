@@ -33,7 +33,8 @@ use tokio::io::AsyncWriteExt;
 use tokio_postgres::Client;
 
 use super::copy::Framing;
-use super::wire::{closed, deliver, next_message, Failed};
+use super::wire::{closed, deliver, next_message};
+use super::wire_answers::Failed;
 use crate::batch::BatchError;
 use crate::conn::Wire;
 
