@@ -113,10 +113,10 @@ async fn a_window_answered_with_as_much_as_it_carried_does_not_hang() {
     o.sql = Some("INSERT INTO echo VALUES ($1, $2) RETURNING *".into());
     let rejects = std::path::PathBuf::from(&o.inputs[0]).with_extension("rejects");
     o.rejects = Some(rejects.clone());
-    let socket = db
-        .cluster
-        .conninfo()
-        .replace("host=127.0.0.1", &format!("host={}", db.cluster.socket_dir().display()));
+    let socket = db.cluster.conninfo().replace(
+        "host=127.0.0.1",
+        &format!("host={}", db.cluster.socket_dir().display()),
+    );
     let target = pgtide::conn::Target::parse_with(&socket, &pgtide::conn::Env::empty()).unwrap();
     let load = pgtide::load::run(
         &target,

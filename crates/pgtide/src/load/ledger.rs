@@ -29,6 +29,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
 use crate::batch::Batch;
@@ -76,6 +77,7 @@ CREATE TABLE IF NOT EXISTS pgtide.ledger (
     committed_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE INDEX IF NOT EXISTS ledger_input_end ON pgtide.ledger (input, end_byte);
+DROP INDEX IF EXISTS pgtide.ledger_input;
 DO $$ BEGIN
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute
                    WHERE attrelid = 'pgtide.ledger'::regclass AND attname = 'shard'
@@ -192,8 +194,8 @@ pub struct Mark {
 /// The ledger row a transaction wrote: it is in the table exactly when
 /// that transaction committed, so it settles a `COMMIT` whose answer was
 /// lost in a crash. Asked by its key and by its `xmin` (the writer's id):
-/// a range can be in the ledger twice in one run (the same file named
-/// twice; a chunk's record set aside by `ON_ERROR`, then retried alone).
+/// a range can be in the ledger twice in one run (a chunk's record set
+/// aside by `ON_ERROR`, then retried alone).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Written {
     id: Arc<Identity>,
@@ -288,34 +290,51 @@ pub(super) async fn insert(
     claim::insert(client, &claim).await
 }
 
-/// Whether the ledger is there whole (its `shard` column and its index on
+/// Whether the ledger can be used as it is (its table with the `shard`
+/// column older pgtide versions lacked), and whether it has its index on
 /// `(input, end_byte)`, which keeps each chunk's claim a few index entries
-/// long however many chunks the input has: the ledgers of older pgtide
-/// versions lack them).
-const COMPLETE_SQL: &str = "SELECT to_regclass('pgtide.ledger_input_end') IS NOT NULL \
-    AND EXISTS (SELECT FROM pg_catalog.pg_attribute \
+/// long however many chunks the input has.
+const STATE_SQL: &str = "SELECT EXISTS (SELECT FROM pg_catalog.pg_attribute \
                 WHERE attrelid = to_regclass('pgtide.ledger') AND attname = 'shard' \
-                  AND NOT attisdropped)";
+                  AND NOT attisdropped), \
+    to_regclass('pgtide.ledger_input_end') IS NOT NULL";
+
+/// Where a user who may not create the ledger learns how it is shared.
+const GRANT_HINT: &str = "--resume keeps its ledger in schema pgtide of the target database: \
+    the first --resume load needs CREATE on the database; for other users, GRANT USAGE ON \
+    SCHEMA pgtide and SELECT, INSERT, DELETE ON pgtide.ledger (see the README)";
 
 /// Creates the ledger, or what an older one lacks, if needed (serialised
 /// by an advisory lock, so two first loads at once do not collide). A
-/// ledger that is complete is left alone: its DDL needs its owner, and a
-/// user a DBA granted rows of it to (see the README) is not.
+/// complete ledger is left alone: its DDL needs its owner, and a user a
+/// DBA granted its rows to (see the README) is not; such a user works
+/// with an older ledger without the index too (claims read more of it).
 pub async fn ensure(client: &Client) -> Result<()> {
-    if client.query_one(COMPLETE_SQL, &[]).await?.get::<_, bool>(0) {
+    let state = client
+        .query_one(STATE_SQL, &[])
+        .await
+        .map_err(|e| Error::from(e).with_hint(GRANT_HINT))?;
+    let (usable, indexed): (bool, bool) = (state.get(0), state.get(1));
+    if usable && indexed {
         return Ok(());
     }
-    client
+    let created = client
         .batch_execute(&format!(
             "BEGIN; SELECT pg_advisory_xact_lock(hashtext('pgtide.ledger')); {CREATE_SQL} COMMIT"
         ))
-        .await
-        .map_err(|e| {
-            Error::from(e).with_hint(
-                "--resume keeps its ledger in schema pgtide of the target database: the user \
-                 needs CREATE on the database the first time (or create it: see the README)",
-            )
-        })
+        .await;
+    match created {
+        Ok(()) => Ok(()),
+        Err(e) if usable && e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) => {
+            // The batch's transaction is aborted: end it.
+            client.batch_execute("ROLLBACK").await?;
+            Ok(())
+        }
+        Err(e) => {
+            let _ = client.batch_execute("ROLLBACK").await;
+            Err(Error::from(e).with_hint(GRANT_HINT))
+        }
+    }
 }
 
 /// The format options as the ledger compares them.

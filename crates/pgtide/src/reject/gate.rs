@@ -78,9 +78,9 @@ impl Gate {
 pub(crate) fn reject_limit() -> Error {
     Error::new(
         ErrorKind::RejectLimit,
-        "stopped: more rows were rejected than --max-rejects allows; the chunk whose bad \
-         rows crossed the limit was rolled back, so its rows, bad ones included, are counted \
-         as not loaded rather than rejected",
+        "stopped: more rows were rejected than --max-rejects allows; the transaction in \
+         progress when they crossed the limit was rolled back, so its rows, bad ones \
+         included, are counted as not loaded rather than rejected",
     )
     .with_hint("see the reject file; raise --max-rejects to let the load go on")
 }
