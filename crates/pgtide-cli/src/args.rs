@@ -409,7 +409,14 @@ fn record_bytes(s: &str) -> Result<usize, String> {
 /// PostgreSQL's settings take them (`64kB`, `4MB`, `1GB`: powers of 1024,
 /// as are `KiB`, `MiB`, `GiB`); the error says why there is a limit.
 fn size(s: &str, min: usize, max: usize, why: &str) -> Result<usize, String> {
-    let parsed = parse_size::Config::new().with_binary().parse_size(s.trim());
+    // parse-size takes any case (`16mb`, `16Mb`); PostgreSQL takes its
+    // units as spelled, and so do we.
+    let unit = s.trim().trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let known = ["", "B", "kB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB"];
+    let parsed = match known.contains(&unit.trim_start()) {
+        true => parse_size::Config::new().with_binary().parse_size(s.trim()),
+        false => Err(parse_size::Error::InvalidDigit),
+    };
     let why = if why.is_empty() {
         String::new()
     } else {
@@ -419,7 +426,7 @@ fn size(s: &str, min: usize, max: usize, why: &str) -> Result<usize, String> {
         Ok(n) if n >= min as u64 && n <= max as u64 => Ok(n as usize),
         Ok(_) => Err(format!("must be from {min} to {max} bytes{why}")),
         Err(_) => Err(format!(
-            "must be a size in bytes, e.g. 4194304, 4MB or 4MiB (units are powers of 1024, as in PostgreSQL's settings), from {min} to {max}"
+            "must be a size in bytes, e.g. 4194304, 4MB or 4MiB (units B, kB, MB, GB, TB spelled as in PostgreSQL's settings, or KiB, MiB, GiB, TiB; all powers of 1024), from {min} to {max}"
         )),
     }
 }
@@ -542,10 +549,12 @@ mod tests {
             ("16MB", 16 << 20),
             ("16MiB", 16 << 20),
             (" 1GB ", 1 << 30),
+            ("16 MB", 16 << 20),
+            ("1.5kB", 1536),
         ] {
             assert_eq!(chunk_bytes(text), Ok(bytes), "{text}");
         }
-        for text in ["0", "2GB", "16 apples", "", "-1"] {
+        for text in ["0", "2GB", "16 apples", "", "-1", "16mb", "16Mb", "4k", "4 kb"] {
             assert!(chunk_bytes(text).is_err(), "{text}");
         }
         assert_eq!(record_bytes("1TB"), Ok(1 << 40));
