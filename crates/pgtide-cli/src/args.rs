@@ -411,7 +411,9 @@ fn record_bytes(s: &str) -> Result<usize, String> {
 fn size(s: &str, min: usize, max: usize, why: &str) -> Result<usize, String> {
     // parse-size takes any case (`16mb`, `16Mb`); PostgreSQL takes its
     // units as spelled, and so do we.
-    let unit = s.trim().trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let unit = s
+        .trim()
+        .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
     let known = ["", "B", "kB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB"];
     let parsed = match known.contains(&unit.trim_start()) {
         true => parse_size::Config::new().with_binary().parse_size(s.trim()),
@@ -554,7 +556,17 @@ mod tests {
         ] {
             assert_eq!(chunk_bytes(text), Ok(bytes), "{text}");
         }
-        for text in ["0", "2GB", "16 apples", "", "-1", "16mb", "16Mb", "4k", "4 kb"] {
+        for text in [
+            "0",
+            "2GB",
+            "16 apples",
+            "",
+            "-1",
+            "16mb",
+            "16Mb",
+            "4k",
+            "4 kb",
+        ] {
             assert!(chunk_bytes(text).is_err(), "{text}");
         }
         assert_eq!(record_bytes("1TB"), Ok(1 << 40));

@@ -57,16 +57,23 @@ impl Snapshot {
 /// Opens the coordinator's snapshot on `tables` (each quoted, with its
 /// `oid`) and `workers` connections that import it. `session` (may be
 /// empty) runs on every connection first, e.g. `SET DateStyle = ISO`.
+///
+/// Each connection also turns off `idle_in_transaction_session_timeout`
+/// (as pg_dump does): the coordinator sits idle in its transaction for
+/// the whole run, holding the snapshot and the locks, and a role's or
+/// database's timeout would end it halfway (the readers would lose their
+/// locks' protection; `--verify`'s digest, run on it at the end, its
+/// connection).
 pub async fn open(
     target: &Target,
     tables: &[(String, Oid)],
     workers: usize,
     session: &str,
 ) -> Result<Snapshot> {
+    let session = format!("SET idle_in_transaction_session_timeout = 0; {session}");
+    let session = session.as_str();
     let coordinator = target.connect().await?;
-    if !session.is_empty() {
-        coordinator.batch_execute(session).await?;
-    }
+    coordinator.batch_execute(session).await?;
     // LOCK TABLE refuses materialized views: they are locked by reading
     // nothing from them, once the snapshot is taken (as a lone `COPY
     // (SELECT ..) TO` would lock them), the others before it.
@@ -115,9 +122,7 @@ pub async fn open(
     );
     let connections = (0..workers).map(|_| async {
         let (c, _notices, wire) = target.connect_wire().await?;
-        if !session.is_empty() {
-            c.batch_execute(session).await?;
-        }
+        c.batch_execute(session).await?;
         c.batch_execute(&import).await?;
         Ok::<_, Error>((c, wire))
     });

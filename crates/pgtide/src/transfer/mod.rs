@@ -53,10 +53,22 @@ use range::side;
 pub use report::{CreatedReport, TableReport, TransferReport, Verified};
 
 /// Settings of every copy connection, so that text COPY reads back what
-/// it wrote whatever the servers' defaults: ISO dates, postgres-style
-/// intervals, floats printed exactly.
-pub const COPY_SESSION: &str =
-    "SET DateStyle = ISO, YMD; SET IntervalStyle = postgres; SET extra_float_digits = 3";
+/// it wrote whatever the servers' or roles' defaults: ISO dates,
+/// postgres-style intervals, floats printed exactly, and XML read as
+/// content (a fragment is valid xml; `xmloption = document` refuses it),
+/// as pg_restore sets it.
+const TARGET_SESSION: &str = "SET DateStyle = ISO, YMD; SET IntervalStyle = postgres; \
+     SET extra_float_digits = 3; SET xmloption = content";
+
+/// The source's settings: the target's, and an empty `search_path`, so
+/// that reg* values (`regclass`, `regproc`, ..) print schema-qualified,
+/// as pg_dump prints them, and name the same objects on the target
+/// whatever either side's search_path (an unqualified `thing` printed by
+/// a source whose search_path starts with `app` is `public.thing` on a
+/// target that searches `public`). The source's statements name tables
+/// qualified.
+const SOURCE_SESSION: &str = "SET DateStyle = ISO, YMD; SET IntervalStyle = postgres; \
+     SET extra_float_digits = 3; SET xmloption = content; SET search_path = ''";
 
 /// Copies per `opts` from `from` to `to`. `Err` when nothing was written
 /// to the target; once writing started, the report's `failure` says why
@@ -89,13 +101,13 @@ pub async fn run(
         .iter()
         .map(|p| (p.source.name.quoted(), p.source.oid))
         .collect();
-    let mut snap = snapshot::open(from, &tables, opts.workers, COPY_SESSION)
+    let mut snap = snapshot::open(from, &tables, opts.workers, SOURCE_SESSION)
         .await
         .map_err(|e| side("the source", e))?;
     let (plans, blocks) = plan::largest_first(plans, &snap.blocks);
     let targets = futures_util::future::try_join_all((0..opts.workers).map(|_| async {
         let c = to.connect().await?;
-        c.batch_execute(COPY_SESSION).await?;
+        c.batch_execute(TARGET_SESSION).await?;
         Ok::<_, Error>(c)
     }))
     .await

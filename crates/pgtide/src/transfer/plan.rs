@@ -5,7 +5,8 @@
 //!   partitioned, not partitions), as named on the source
 //! plan: each resolved on both servers (once per table; the same table on
 //!   both sides refused); the source's columns (not generated) must exist
-//!   on the target by name; binary or text and why (same major version,
+//!   on the target by name, and a generated one goes to a plain target
+//!   column of its name; binary or text and why (same major version,
 //!   same encoding, types::text_reason); FREEZE with --truncate on a
 //!   plain target table; ctid ranges for a heap source; may_skip_rows
 //! largest_first: the order they are copied in
@@ -133,6 +134,7 @@ pub(super) async fn plan(
         }
         plans.push(plan_table(src, dst, opts, (s, t), source, target).await?);
     }
+    refuse_partition_with_parent(src, &plans).await?;
     if opts.truncate && plans.iter().any(|p| p.ranged) && opts.workers > 1 && plans.len() == 1 {
         notes.push(
             "--truncate loads each table in one transaction: one table is copied by one \
@@ -141,6 +143,40 @@ pub(super) async fn plan(
         );
     }
     Ok(plans)
+}
+
+/// Refuses a partition named beside a partitioned table it belongs to (at
+/// any depth): the parent's rows are its partitions', so that
+/// partition's rows would be copied twice (and with `--truncate`, two
+/// workers' TRUNCATEs of one tree deadlock). An inheritance child is
+/// not refused: its parent is copied `ONLY`.
+async fn refuse_partition_with_parent(src: &Client, plans: &[Planned]) -> Result<()> {
+    let oids: Vec<Oid> = plans.iter().map(|p| p.source.oid).collect();
+    let row = src
+        .query_opt(
+            "SELECT c, a::oid FROM unnest($1::oid[]) AS c, \
+                 pg_catalog.pg_partition_ancestors(c) AS a \
+             WHERE a::oid <> c AND a::oid = ANY($1) LIMIT 1",
+            &[&oids],
+        )
+        .await?;
+    let Some(row) = row else {
+        return Ok(());
+    };
+    let name = |oid: Oid| {
+        plans
+            .iter()
+            .find(|p| p.source.oid == oid)
+            .map_or_else(|| oid.to_string(), |p| p.source.name.to_string())
+    };
+    let (child, parent) = (name(row.get(0)), name(row.get(1)));
+    Err(Error::config(format!(
+        "{child} is a partition of {parent}, which is copied with its partitions' rows: \
+         {child}'s rows would be copied twice"
+    ))
+    .with_hint(format!(
+        "name {parent} or its partitions, not both (leave out --table {child})"
+    )))
 }
 
 /// Whether one of two tables of one database is the other's ancestor
@@ -168,7 +204,21 @@ async fn plan_table(
     source: Table,
     target: Table,
 ) -> Result<Planned> {
-    let columns = source.select(None)?;
+    // A column generated on the source goes too when the target's column
+    // is a plain one: its values are data there (left out, they would be
+    // NULL or the default, and --verify, hashing the columns copied, would
+    // not see it). Generated on both sides, the target computes it.
+    let columns: Vec<&catalog::Column> = source
+        .columns
+        .iter()
+        .filter(|c| {
+            !c.generated
+                || target
+                    .columns
+                    .iter()
+                    .any(|t| t.name == c.name && !t.generated)
+        })
+        .collect();
     if columns.is_empty() {
         return Err(Error::config(format!(
             "{} has no columns to copy",

@@ -14,9 +14,9 @@
 //! The hash is over each row's *text* form, so it equals only when both
 //! servers print the same values the same way. Both sessions set
 //! DateStyle, IntervalStyle, TimeZone, extra_float_digits and
-//! bytea_output alike. Known limits: `money` prints by each server's
-//! lc_monetary; reg* types print names by each session's search_path;
-//! a column whose type differs between the sides (integer vs bigint
+//! bytea_output alike, and an empty search_path (reg* types print their
+//! names schema-qualified). Known limits: `money` prints by each server's
+//! lc_monetary; a column whose type differs between the sides (integer vs bigint
 //! prints the same; numeric(10,2) vs numeric does not when scales
 //! differ) may differ in text though the values are equal; and a type
 //! whose output function changed between major versions (none of the
@@ -29,7 +29,8 @@ use crate::error::Result;
 
 /// Session settings that make both servers print values alike.
 pub const SESSION: &str = "SET DateStyle = ISO, YMD; SET IntervalStyle = postgres; \
-     SET TimeZone = 'UTC'; SET extra_float_digits = 3; SET bytea_output = hex";
+     SET TimeZone = 'UTC'; SET extra_float_digits = 3; SET bytea_output = hex; \
+     SET search_path = ''";
 
 /// Count and hash of one table on one server.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

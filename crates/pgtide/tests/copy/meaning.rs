@@ -1,0 +1,169 @@
+//! Values mean on the target what they meant on the source, whatever the
+//! roles' settings: reg* names under a source search_path, a generated
+//! source column into a plain target column, xml fragments under a
+//! target `xmloption = document`, a snapshot kept through a role's
+//! `idle_in_transaction_session_timeout`; and a partition named beside
+//! its parent is refused, not copied twice.
+
+use pgtide::transfer::TransferOptions;
+
+use super::{both, copy, copy_ok, names, pair};
+
+/// Every row of `sql` as text, in order.
+async fn texts(c: &tokio_postgres::Client, sql: &str) -> Vec<String> {
+    c.query(sql, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+#[tokio::test]
+async fn reg_values_name_the_same_objects_whatever_the_search_path() {
+    let (src, dst) = pair().await;
+    both(
+        &src,
+        &dst,
+        "CREATE SCHEMA app; CREATE TABLE app.thing (x int); CREATE TABLE public.thing (x int);
+         CREATE TABLE rc (id int, r regclass)",
+    )
+    .await;
+    src.client
+        .batch_execute(
+            "INSERT INTO rc VALUES (1, 'app.thing'), (2, 'public.thing'), (3, 'pg_class');
+             ALTER ROLE CURRENT_USER SET search_path = app, public",
+        )
+        .await
+        .unwrap();
+    let mut o = TransferOptions::new(names(&["public.rc"]));
+    o.verify = true;
+    copy_ok(&src, &dst, &o).await;
+    let got = texts(
+        &dst.client,
+        "SELECT id || ' ' || n.nspname || '.' || c.relname FROM rc \
+         JOIN pg_class c ON c.oid = r JOIN pg_namespace n ON n.oid = c.relnamespace ORDER BY id",
+    )
+    .await;
+    assert_eq!(
+        got,
+        ["1 app.thing", "2 public.thing", "3 pg_catalog.pg_class"]
+    );
+}
+
+#[tokio::test]
+async fn a_generated_source_column_fills_a_plain_target_column() {
+    let (src, dst) = pair().await;
+    src.client
+        .batch_execute(
+            "CREATE TABLE g (id int, total int GENERATED ALWAYS AS (id * 10) STORED,
+                             twice int GENERATED ALWAYS AS (id * 2) STORED);
+             INSERT INTO g (id) SELECT generate_series(1, 3)",
+        )
+        .await
+        .unwrap();
+    // `total` is plain on the target: it takes the source's values;
+    // `twice` is generated on both sides: the target computes it.
+    dst.client
+        .batch_execute(
+            "CREATE TABLE g (id int, total int,
+                             twice int GENERATED ALWAYS AS (id * 2) STORED)",
+        )
+        .await
+        .unwrap();
+    let mut o = TransferOptions::new(names(&["g"]));
+    o.verify = true;
+    copy_ok(&src, &dst, &o).await;
+    let got = texts(
+        &dst.client,
+        "SELECT format('%s %s %s', id, total, twice) FROM g ORDER BY id",
+    )
+    .await;
+    assert_eq!(got, ["1 10 2", "2 20 4", "3 30 6"]);
+}
+
+#[tokio::test]
+async fn xml_fragments_arrive_whatever_the_targets_xmloption() {
+    let (src, dst) = pair().await;
+    both(&src, &dst, "CREATE TABLE x (id int, v xml)").await;
+    src.client
+        .batch_execute("INSERT INTO x VALUES (1, 'text<a/>'), (2, '<doc/>')")
+        .await
+        .unwrap();
+    dst.client
+        .batch_execute("ALTER ROLE CURRENT_USER SET xmloption = document")
+        .await
+        .unwrap();
+    copy_ok(&src, &dst, &TransferOptions::new(names(&["x"]))).await;
+    let got = texts(&dst.client, "SELECT v::text FROM x ORDER BY id").await;
+    assert_eq!(got, ["text<a/>", "<doc/>"]);
+}
+
+#[tokio::test]
+async fn the_snapshot_outlives_a_roles_idle_in_transaction_timeout() {
+    let (src, dst) = pair().await;
+    both(&src, &dst, "CREATE TABLE s (id int)").await;
+    src.client
+        .batch_execute(
+            "INSERT INTO s SELECT generate_series(1, 1000);
+             ALTER ROLE CURRENT_USER SET idle_in_transaction_session_timeout = '100ms'",
+        )
+        .await
+        .unwrap();
+    // The target takes a second to load: the source's coordinator sits
+    // idle in its snapshot meanwhile, then --verify runs on it.
+    dst.client
+        .batch_execute(
+            "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS
+               'BEGIN PERFORM pg_sleep(1); RETURN NULL; END';
+             CREATE TRIGGER slow BEFORE INSERT ON s FOR EACH STATEMENT EXECUTE FUNCTION slow()",
+        )
+        .await
+        .unwrap();
+    let mut o = TransferOptions::new(names(&["s"]));
+    o.verify = true;
+    let r = copy_ok(&src, &dst, &o).await;
+    assert_eq!(r.rows, 1000);
+}
+
+#[tokio::test]
+async fn a_partition_named_beside_its_parent_is_refused() {
+    let (src, dst) = pair().await;
+    both(
+        &src,
+        &dst,
+        "CREATE TABLE pp (id int) PARTITION BY RANGE (id);
+         CREATE TABLE pp1 PARTITION OF pp FOR VALUES FROM (0) TO (1000) PARTITION BY RANGE (id);
+         CREATE TABLE pp11 PARTITION OF pp1 FOR VALUES FROM (0) TO (1000);
+         CREATE TABLE pp2 PARTITION OF pp FOR VALUES FROM (1000) TO (2000)",
+    )
+    .await;
+    src.client
+        .batch_execute("INSERT INTO pp SELECT generate_series(0, 1999)")
+        .await
+        .unwrap();
+    // At any depth, in either order.
+    for tables in [["pp", "pp1"], ["pp11", "pp"]] {
+        let e = pgtide::transfer::run(
+            &src.target,
+            &dst.target,
+            &TransferOptions::new(names(&tables)),
+            std::sync::Arc::new(pgtide::progress::Progress::new(1)),
+        )
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("{tables:?} was copied"));
+        assert!(e.to_string().contains("is a partition of public.pp"), "{e}");
+    }
+    let n: i64 = dst
+        .client
+        .query_one("SELECT count(*) FROM pp", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 0);
+    // Partitions side by side are fine.
+    let r = copy(&src, &dst, &TransferOptions::new(names(&["pp11", "pp2"]))).await;
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.rows, 2000);
+}
