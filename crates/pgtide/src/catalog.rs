@@ -136,12 +136,16 @@ pub fn column_list(columns: &[&Column]) -> String {
         .join(", ")
 }
 
+/// The part of a missing table's hint that only a load can act on
+/// (`pgtide copy` replaces it by its own).
+pub const CREATE_HINT: &str = "create it first (or let --create make it from the file), ";
+
 fn missing_table(name: &QualifiedName) -> Error {
-    Error::new(ErrorKind::Config, format!("table {name} does not exist")).with_hint(
-        "create it first (or let --create make it from the file), check the spelling and schema (names are \
-             case-folded unless quoted, e.g. --table '\"MyTable\"'), and the \
-             database given by --db",
-    )
+    Error::new(ErrorKind::Config, format!("table {name} does not exist")).with_hint(format!(
+        "{CREATE_HINT}check the spelling and schema (names are \
+         case-folded unless quoted, e.g. --table '\"MyTable\"'), and the \
+         database given by --db"
+    ))
 }
 
 /// The server's major version, e.g. 15 or 17, from `server_version_num`.

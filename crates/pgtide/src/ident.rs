@@ -76,6 +76,19 @@ impl fmt::Display for QualifiedName {
     }
 }
 
+/// One name, e.g. a schema's, by SQL's rules as [`QualifiedName::parse`]
+/// takes each part: unquoted folds to lower case (ASCII), quoted keeps
+/// case, spaces and dots.
+pub fn parse_name(input: &str) -> Result<String> {
+    match split_parts(input).as_deref() {
+        Some([name]) => Ok(name.clone()),
+        _ => Err(Error::config(format!("invalid name {input:?}")).with_hint(
+            "write one name; quote it with \"\" to keep case, spaces or dots: \
+             --schema '\"My Schema\"'",
+        )),
+    }
+}
+
 /// Splits on unquoted dots; `None` on empty parts or an unclosed quote.
 fn split_parts(input: &str) -> Option<Vec<String>> {
     let mut parts = Vec::new();
@@ -217,6 +230,15 @@ mod tests {
         assert!(QualifiedName::parse("a..b").is_err());
         assert!(QualifiedName::parse("\"open").is_err());
         assert!(QualifiedName::parse("a.b.c").is_err());
+    }
+
+    #[test]
+    fn parses_one_name_like_sql() {
+        assert_eq!(parse_name("App").unwrap(), "app");
+        assert_eq!(parse_name(r#""My Schema""#).unwrap(), "My Schema");
+        assert_eq!(parse_name(r#""a.b""#).unwrap(), "a.b");
+        assert!(parse_name("a.b").is_err());
+        assert!(parse_name("").is_err());
     }
 }
 

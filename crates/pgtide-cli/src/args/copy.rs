@@ -25,8 +25,9 @@ pub struct CopyArgs {
     pub table: Vec<String>,
 
     /// Copy every table of this schema (plain and partitioned tables;
-    /// partitions come with their parent). Repeatable; combines with
-    /// --table.
+    /// partitions come with their parent). SQL case rules, as --table:
+    /// quote to keep case or spaces ('"My Schema"'). Repeatable; combines
+    /// with --table.
     #[arg(long, value_name = "SCHEMA")]
     pub schema: Vec<String>,
 

@@ -49,7 +49,11 @@ fn options(a: &CopyArgs) -> pgtide::Result<TransferOptions> {
         .map(|t| QualifiedName::parse(t))
         .collect::<pgtide::Result<Vec<_>>>()?;
     let mut o = TransferOptions::new(tables);
-    o.schemas = a.schema.clone();
+    o.schemas = a
+        .schema
+        .iter()
+        .map(|s| pgtide::ident::parse_name(s))
+        .collect::<pgtide::Result<Vec<_>>>()?;
     o.target_table = a
         .target_table
         .as_deref()
@@ -155,7 +159,8 @@ fn summary(r: &TransferReport, json: bool) {
             if c.post_data {
                 "; indexes, constraints and triggers added after the rows"
             } else {
-                "; indexes, constraints and triggers NOT added (the copy stopped)"
+                "; indexes, constraints and triggers NOT added (see the error): the tables \
+                 exist now, and a new run's --create leaves them as they are"
             }
         );
         if !c.sequences.is_empty() {

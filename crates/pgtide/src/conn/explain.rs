@@ -105,6 +105,7 @@ pub(super) fn after_tls(plain: Error, tls: Error) -> Error {
         err = err.with_sqlstate(code);
     }
     match (tls.hint(), plain.hint()) {
+        (Some(t), Some(p)) if t == p => err.with_hint(t),
         (Some(t), Some(p)) => err.with_hint(format!("{t}; without TLS: {p}")),
         (Some(h), None) | (None, Some(h)) => err.with_hint(h),
         (None, None) => err,

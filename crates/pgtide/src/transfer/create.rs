@@ -167,11 +167,20 @@ pub async fn finish(
     to: &Target,
 ) -> Result<Vec<String>> {
     apply(to, &created.post_data).await.map_err(|e| {
-        failed(
+        let e = failed(
             e,
             "adding indexes, constraints and triggers (pg_dump --section=post-data)",
             &created.tables,
-        )
+        );
+        // The rows are in and the tables exist: a new run with --create
+        // would leave them as they are, without these.
+        let hint = format!(
+            "{}; the rows are copied: once that is fixed, add the rest with \
+             pg_dump --schema-only --section=post-data -t TABLE SOURCE | psql TARGET \
+             (a new run with --create leaves existing tables as they are)",
+            e.hint().unwrap_or_default()
+        );
+        e.with_hint(hint)
     })?;
     let rows = src
         .query(

@@ -118,8 +118,7 @@ pub async fn run(
         ranges[j.table] += 1;
     }
     let sources = std::mem::take(&mut snap.workers);
-    let (done, mut failure) =
-        pool::pool(jobs, sources, targets, to, opts.witness, progress.clone()).await;
+    let (done, mut failure) = pool::pool(jobs, sources, targets, to, opts, progress.clone()).await;
     let created_oids = created.as_ref().map_or(&[][..], |c| &c.oids[..]);
     let mut reports = report::tables(&plans, &ranges, done, opts.truncate, created_oids);
     let created = match created {

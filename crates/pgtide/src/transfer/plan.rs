@@ -77,7 +77,8 @@ pub(super) async fn table_names(
         if rows.is_empty() {
             return Err(
                 Error::config(format!("schema {schema:?} has no tables on the source")).with_hint(
-                    "check the name (as stored: case matters) and the database given by --from",
+                    "check the name (unquoted names fold to lower case: quote to keep case, \
+                     --schema '\"MySchema\"') and the database given by --from",
                 ),
             );
         }
@@ -317,7 +318,7 @@ fn on_side(e: Error, where_: &str, flag: &str) -> Error {
     }
     let hint = e
         .hint()
-        .map(|h| h.replace("--db", flag))
+        .map(|h| h.replace(catalog::CREATE_HINT, "").replace("--db", flag))
         .unwrap_or_default();
     let hint = if where_ == "on the target" {
         format!("{hint}; or give --create to create it from pg_dump --schema-only of the source")

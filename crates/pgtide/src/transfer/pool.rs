@@ -76,7 +76,7 @@ pub(super) async fn pool(
     sources: Vec<(Client, Wire)>,
     targets: Vec<Client>,
     to: &Target,
-    witness: bool,
+    opts: &TransferOptions,
     progress: Arc<Progress>,
 ) -> (Vec<(Job, Done)>, Option<Error>) {
     let (tx, rx) = async_channel::unbounded();
@@ -87,7 +87,9 @@ pub(super) async fn pool(
     let stop = Arc::new(AtomicBool::new(false));
     // One for all workers: a witness serves every transaction begun
     // before it.
-    let witness = witness.then(|| crate::witness::Witness::new(to.clone()));
+    let witness = opts
+        .witness
+        .then(|| crate::witness::Witness::new(to.clone()));
     let mut tasks = Vec::new();
     for (i, (source, target)) in sources.into_iter().zip(targets).enumerate() {
         let (rx, stop, progress, to) = (rx.clone(), stop.clone(), progress.clone(), to.clone());
@@ -135,10 +137,11 @@ pub(super) async fn pool(
     }
     if failure.is_none() && !rx.is_empty() {
         failure = Some(
-            Error::new(ErrorKind::Interrupted, "the copy was interrupted").with_hint(
+            Error::new(ErrorKind::Interrupted, "the copy was interrupted").with_hint(format!(
                 "stopped by Ctrl-C or SIGTERM: the ranges listed as committed are on the \
-                 target; run again with --truncate to copy the tables whole",
-            ),
+                     target; {}",
+                again(opts)
+            )),
         );
     } else if let Some(e) = failure.take() {
         let others = match super::range::is_in_doubt(&e) {
@@ -146,8 +149,8 @@ pub(super) async fn pool(
             false => "nothing of the others",
         };
         let rest = format!(
-            "the ranges listed as committed are on the target, {others}; run again with \
-             --truncate to copy the tables whole"
+            "the ranges listed as committed are on the target, {others}; {}",
+            again(opts)
         );
         let hint = match e.hint() {
             Some(h) => format!("{h}; {rest}"),
@@ -160,4 +163,12 @@ pub(super) async fn pool(
         failure = Some(out.with_source(e));
     }
     (done, failure)
+}
+
+/// How to finish a copy that stopped halfway.
+fn again(opts: &TransferOptions) -> &'static str {
+    match opts.truncate {
+        true => "run again (--truncate empties each table and copies it whole)",
+        false => "run again with --truncate to copy the tables whole",
+    }
 }
