@@ -128,6 +128,92 @@ async fn constraints_come_back_as_they_were() {
     assert!(saved(&db).await.is_empty());
 }
 
+/// What a rebuild from the definition would lose, index by index: the
+/// replica identity, the CLUSTER mark, comments, statistics targets.
+async fn marks(db: &Db, t: &str) -> Vec<String> {
+    db.client
+        .query(
+            "SELECT format('%s replident=%s clustered=%s comment=%s stats=%s', c.relname,
+                    i.indisreplident, i.indisclustered, obj_description(c.oid, 'pg_class'),
+                    (SELECT string_agg(coalesce(a.attstattarget, -1)::text, ',')
+                     FROM pg_attribute a WHERE a.attrelid = c.oid))
+             FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+             WHERE i.indrelid = $1::text::regclass
+             UNION ALL
+             SELECT format('%s comment=%s', conname, obj_description(oid, 'pg_constraint'))
+             FROM pg_constraint WHERE conrelid = $1::text::regclass
+             UNION ALL
+             SELECT format('replident=%s', relreplident) FROM pg_class
+             WHERE oid = $1::text::regclass
+             ORDER BY 1",
+            &[&t],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+#[tokio::test]
+async fn what_a_rebuild_would_lose_is_kept_as_it_is() {
+    let db = Db::start().await;
+    let mut sql = "CREATE TABLE km (id int PRIMARY KEY, c int NOT NULL, a int, b int, d int,
+             CONSTRAINT km_c UNIQUE (c), CONSTRAINT km_d UNIQUE (d));
+         ALTER TABLE km REPLICA IDENTITY USING INDEX km_c;
+         COMMENT ON CONSTRAINT km_d ON km IS 'keep me';
+         CREATE INDEX km_a ON km (a); COMMENT ON INDEX km_a IS 'keep me too';
+         CREATE INDEX km_b ON km (b); ALTER TABLE km CLUSTER ON km_b;
+         CREATE INDEX km_e ON km ((a + 1)); ALTER INDEX km_e ALTER COLUMN 1 SET STATISTICS 300;
+         CREATE INDEX km_plain ON km (a, b);"
+        .to_owned();
+    // PostgreSQL 18's temporal keys: their GiST index cannot be attached
+    // as a unique one.
+    let temporal = pgtide::catalog::server_major(&db.client).await.unwrap() >= 18;
+    if temporal {
+        sql += "CREATE EXTENSION btree_gist;
+            CREATE TABLE kt (id int, valid daterange, v int,
+                             CONSTRAINT kt_pk PRIMARY KEY (id, valid WITHOUT OVERLAPS));";
+    }
+    db.client.batch_execute(&sql).await.unwrap();
+    let (shape_before, marks_before) = (shape(&db, "km").await, marks(&db, "km").await);
+    let data: Vec<u8> = (0..2_000)
+        .map(|i| format!("{i},{i},{},{},{i}\n", i % 7, i % 9))
+        .collect::<String>()
+        .into_bytes();
+    let r = load::run(
+        &db.target,
+        &options(&db, &data, "km"),
+        Arc::new(Progress::new(2)),
+    )
+    .await
+    .unwrap();
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    let note = r
+        .notes
+        .iter()
+        .find(|n| n.contains("--defer-indexes"))
+        .expect("a note");
+    // Only km_plain and the primary key go: the others are kept.
+    assert!(note.contains("2 indexes"), "{note}");
+    assert_eq!(shape(&db, "km").await, shape_before);
+    assert_eq!(marks(&db, "km").await, marks_before);
+    if temporal {
+        let before = shape(&db, "kt").await;
+        let data = b"1,\"[2024-01-01,2024-02-01)\",1\n1,\"[2024-02-01,2024-03-01)\",2\n";
+        let r = load::run(
+            &db.target,
+            &options(&db, data, "kt"),
+            Arc::new(Progress::new(2)),
+        )
+        .await
+        .unwrap();
+        assert!(r.failure.is_none(), "{:?}", r.failure);
+        assert_eq!(shape(&db, "kt").await, before);
+    }
+    assert!(saved(&db).await.is_empty());
+}
+
 #[tokio::test]
 async fn duplicates_fail_the_load_naming_the_constraint_and_stay_restorable() {
     let db = Db::start().await;

@@ -10,6 +10,11 @@
 //! index and the query that finds the duplicates, before anything is
 //! dropped: `pgtide ledger restore-indexes` finishes a killed load.
 //!
+//! Kept as they are (not deferred): constraints whose index a rebuild
+//! would not give back whole (the replica identity, the CLUSTER index, a
+//! comment, a statistics target: `indexes::REBUILT_WHOLE`), a constraint
+//! with a comment, and PostgreSQL 18's `WITHOUT OVERLAPS` keys.
+//!
 //! Refused when a foreign key references the constraint (dropping it
 //! would need `CASCADE`, losing the foreign key), on a partitioned table
 //! (its constraints live on every partition), and with `--on-conflict`
@@ -99,18 +104,28 @@ pub async fn deferrable(client: &Client, table: &Table) -> Result<Vec<Deferred>>
     if table.kind != 'r' {
         return Ok(Vec::new());
     }
+    // Kept: what `ADD CONSTRAINT .. USING INDEX` of a rebuilt index
+    // cannot give back (indexes::REBUILT_WHOLE; a constraint's comment;
+    // PostgreSQL 18's `WITHOUT OVERLAPS`, whose GiST index cannot be a
+    // unique index to attach).
     let rows = client
         .query(
-            "SELECT k.conname::text, c.relname::text, k.contype::text, k.condeferrable, \
-                    k.condeferred, \
-                    ARRAY(SELECT a.attname::text \
-                          FROM unnest(i.indkey) WITH ORDINALITY AS x(attnum, n) \
-                          JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = x.attnum \
-                          WHERE x.n <= i.indnkeyatts ORDER BY x.n) \
-             FROM pg_constraint k JOIN pg_index i ON i.indexrelid = k.conindid \
-             JOIN pg_class c ON c.oid = k.conindid \
-             WHERE k.conrelid = $1 AND k.contype IN ('p', 'u') AND i.indisvalid \
-             ORDER BY k.conname",
+            &format!(
+                "SELECT k.conname::text, c.relname::text, k.contype::text, k.condeferrable, \
+                        k.condeferred, \
+                        ARRAY(SELECT a.attname::text \
+                              FROM unnest(i.indkey) WITH ORDINALITY AS x(attnum, n) \
+                              JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = x.attnum \
+                              WHERE x.n <= i.indnkeyatts ORDER BY x.n) \
+                 FROM pg_constraint k JOIN pg_index i ON i.indexrelid = k.conindid \
+                 JOIN pg_class c ON c.oid = k.conindid \
+                 WHERE k.conrelid = $1 AND k.contype IN ('p', 'u') AND i.indisvalid \
+                   AND i.indisunique AND {} \
+                   AND pg_catalog.obj_description(k.oid, 'pg_constraint') IS NULL \
+                   AND NOT coalesce((pg_catalog.to_jsonb(k) ->> 'conperiod')::bool, false) \
+                 ORDER BY k.conname",
+                super::indexes::REBUILT_WHOLE
+            ),
             &[&table.oid],
         )
         .await?;
