@@ -3,7 +3,9 @@
 //! the file are folded as the index compares them, so the result is what
 //! applying them one by one with `INSERT .. ON CONFLICT` gives (outside
 //! testing: the file's rows were folded by the column's collation, and the
-//! wrong row won, or the merge failed).
+//! wrong row won, or the merge failed), in one chunk or a chunk per row
+//! (outside testing: a key's spelling was its last row's in one chunk,
+//! and its first row's across chunks).
 
 mod support;
 
@@ -16,12 +18,11 @@ use pgtide::load::{self, LoadOptions};
 use pgtide::progress::Progress;
 use support::{Compress, Db};
 
-/// The table's rows as `k=v`, sorted; `folded`: `k` in lower case.
-async fn rows(db: &Db, table: &str, folded: bool) -> Vec<String> {
-    let k = if folded { "lower(k)" } else { "k" };
+/// The table's rows as `k=v`, sorted.
+async fn rows(db: &Db, table: &str) -> Vec<String> {
     let mut out: Vec<String> = db
         .client
-        .query(&format!("SELECT {k} || '=' || v FROM {table}"), &[])
+        .query(&format!("SELECT k || '=' || v FROM {table}"), &[])
         .await
         .unwrap()
         .iter()
@@ -64,7 +65,7 @@ async fn keys_fold_as_their_index_compares_them() {
     for (n, (columns, index, before, file)) in cases.iter().enumerate() {
         for mode in [OnConflict::Update, OnConflict::Skip] {
             let action = match mode {
-                OnConflict::Update => "DO UPDATE SET v = EXCLUDED.v",
+                OnConflict::Update => "DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v",
                 OnConflict::Skip => "DO NOTHING",
             };
             let mut setup = format!(
@@ -83,28 +84,35 @@ async fn keys_fold_as_their_index_compares_them() {
             }
             db.client.batch_execute(&setup).await.unwrap();
             let path = db.file(file.as_bytes(), Compress::None);
-            let mut o = LoadOptions::new(
-                vec![path.to_string_lossy().into_owned()],
-                QualifiedName::parse("got").unwrap(),
-                CopyFormat::Csv,
-            );
-            o.on_conflict = Some(mode);
-            o.key = Some(vec!["k".into()]);
-            o.rejects = Some(dir.path().join(format!("r{n}{mode:?}.csv")));
-            let r = load::run(&db.target, &o, Arc::new(Progress::new(1)))
-                .await
-                .expect("the load starts");
-            assert!(r.failure.is_none(), "case {n} {mode:?}: {:?}", r.failure);
-            assert_eq!(r.rows_rejected, 0, "case {n} {mode:?}");
-            // With update, a new key is inserted as its last row (the
-            // README's rule), so its spelling may be another than the
-            // first row's that one statement per row would keep.
-            let folded = mode == OnConflict::Update;
-            assert_eq!(
-                rows(&db, "got", folded).await,
-                rows(&db, "want", folded).await,
-                "case {n} {mode:?}"
-            );
+            // One chunk, then a chunk per row: the same result.
+            for chunk_bytes in [4 << 20, 1] {
+                let mut refill = "TRUNCATE got;".to_owned();
+                if !before.is_empty() {
+                    refill += &format!("INSERT INTO got VALUES {before};");
+                }
+                db.client.batch_execute(&refill).await.unwrap();
+                let mut o = LoadOptions::new(
+                    vec![path.to_string_lossy().into_owned()],
+                    QualifiedName::parse("got").unwrap(),
+                    CopyFormat::Csv,
+                );
+                o.on_conflict = Some(mode);
+                o.key = Some(vec!["k".into()]);
+                o.rejects = Some(dir.path().join(format!("r{n}{mode:?}{chunk_bytes}.csv")));
+                o.chunk_bytes = chunk_bytes;
+                let r = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+                    .await
+                    .expect("the load starts");
+                assert!(r.failure.is_none(), "case {n} {mode:?}: {:?}", r.failure);
+                assert_eq!(r.rows_rejected, 0, "case {n} {mode:?}");
+                // With update the key's columns are set too, so a key's
+                // spelling is its last row's, in one chunk or across chunks.
+                assert_eq!(
+                    rows(&db, "got").await,
+                    rows(&db, "want").await,
+                    "case {n} {mode:?} chunks of {chunk_bytes} bytes"
+                );
+            }
         }
     }
 }

@@ -366,7 +366,12 @@ fn merge_sql(
             any_null.join(" OR ")
         )
     };
-    let updates: Vec<&String> = loaded.iter().filter(|c| !keys.contains(c)).collect();
+    // The key's columns are set too: a key equal to the table's but
+    // spelled otherwise (`1.0` and `1.00`, `a` and `A` under a
+    // case-insensitive collation) is then the winning row's, as when the
+    // file's rows of that key meet inside one chunk (the merge inserts
+    // the winner whole): the result does not depend on the chunking.
+    let updates: Vec<&String> = loaded.iter().collect();
     let action = match mode {
         OnConflict::Update if !updates.is_empty() => {
             let set: Vec<String> = updates
