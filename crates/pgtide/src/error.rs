@@ -227,6 +227,16 @@ pub enum Class {
 /// input into the same table. Not a row's fault and not worth a retry.
 pub const LEDGER_CLAIMED: &str = "PT001";
 
+/// Whether `err` is an ERROR (the session lives on) that a COPY raised on
+/// one of its rows (`COPY t, line N`).
+fn row_of_copy(err: &tokio_postgres::Error) -> bool {
+    err.as_db_error().is_some_and(|d| {
+        d.severity() == "ERROR"
+            && d.where_()
+                .is_some_and(|w| w.starts_with("COPY ") && w.contains(", line "))
+    })
+}
+
 /// Classifies a server error. Classes 22 (data), 23 (integrity), P0
 /// (PL/pgSQL RAISE), 54 (row too big) and any code a trigger may raise
 /// are row errors; the classes below are about the session or server.
@@ -248,6 +258,15 @@ pub fn classify(err: &tokio_postgres::Error) -> Class {
     // Another run committed these rows' range (`load/ledger.rs`).
     if code.code() == LEDGER_CLAIMED {
         return Class::Fatal;
+    }
+    // A binary COPY row whose field is shorter than its length says
+    // ("insufficient data left in message") is reported as a protocol
+    // violation, at ERROR with the row's line: the session goes on and
+    // the fault is the row's. (Outside testing: taken for a lost
+    // connection, the chunk was retried for a minute, then the load
+    // stopped without rejecting the row.) A real protocol break is FATAL.
+    if code.code() == "08P01" && row_of_copy(err) {
+        return Class::Row;
     }
     match &code.code()[..2] {
         "08" => Class::Connection,

@@ -112,6 +112,57 @@ async fn binary_input_matches_server_copy() {
     }
 }
 
+/// A binary row whose int4 field says 3 bytes: the server answers
+/// `insufficient data left in message` with SQLSTATE 08P01 (a protocol
+/// violation, at ERROR: the session lives on). It is the row's fault:
+/// rejected with its line, not retried as a lost connection.
+#[tokio::test]
+async fn a_binary_field_shorter_than_its_type_is_the_rows_fault() {
+    let db = Db::start().await;
+    let bytes = db
+        .server_binary_file("SELECT g, 'v' || g FROM generate_series(1, 2000) g")
+        .await;
+    // Header 19 bytes, then tuples: field count, (length, data)...
+    let (head, body) = (&bytes[..19], &bytes[19..bytes.len() - 2]);
+    let mut tuples = Vec::new();
+    let mut at = 0;
+    while at < body.len() {
+        let mut end = at + 2;
+        for _ in 0..i16::from_be_bytes([body[at], body[at + 1]]) {
+            let len = i32::from_be_bytes(body[end..end + 4].try_into().unwrap());
+            end += 4 + len.max(0) as usize;
+        }
+        tuples.push(body[at..end].to_vec());
+        at = end;
+    }
+    // Tuple 1500 (line 1500): its int4 field becomes 3 bytes long.
+    let t = &tuples[1499];
+    let mut bad = vec![0, 2, 0, 0, 0, 3, b'a', b'b', b'c'];
+    bad.extend_from_slice(&t[10..]);
+    tuples[1499] = bad;
+    let mut file = head.to_vec();
+    tuples.iter().for_each(|t| file.extend_from_slice(t));
+    file.extend_from_slice(&[0xff, 0xff]);
+    let dir = tempfile::tempdir().unwrap();
+    for workers in [1, 3] {
+        db.client
+            .batch_execute("DROP TABLE IF EXISTS short; CREATE TABLE short (a int, b text)")
+            .await
+            .unwrap();
+        let mut o = db.csv_options(&file, "short");
+        o.copy.format = CopyFormat::Binary;
+        o.workers = workers;
+        o.chunk_bytes = 4096;
+        let rejects = dir.path().join(format!("r{workers}"));
+        o.rejects = Some(rejects.clone());
+        let progress = std::sync::Arc::new(pgtide::progress::Progress::new(workers));
+        let r = pgtide::load::run(&db.target, &o, progress).await.unwrap();
+        assert!(r.failure.is_none(), "{:?}", r.failure);
+        assert_eq!((r.rows_loaded, r.rows_rejected), (1999, 1));
+        assert_eq!(support::rejected_lines(&rejects), [1500]);
+    }
+}
+
 #[tokio::test]
 async fn header_match_is_checked_on_the_client() {
     let db = Db::start().await;
