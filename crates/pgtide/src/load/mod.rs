@@ -547,6 +547,20 @@ pub(super) fn check_forced_columns(
     table: &Table,
 ) -> Result<()> {
     for name in copy.force_null.iter().chain(&copy.force_not_null) {
+        if name == "*" && !columns.iter().any(|c| c.name == "*") {
+            return Err(Error::config(
+                "FORCE_NULL * / FORCE_NOT_NULL * (every column, PostgreSQL 17's form) is not \
+                 supported",
+            )
+            .with_hint(format!(
+                "list the columns: {}",
+                columns
+                    .iter()
+                    .map(|c| crate::ident::quote(&c.name))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )));
+        }
         if !columns.iter().any(|c| &c.name == name) {
             return Err(Error::config(format!(
                 "FORCE_NULL/FORCE_NOT_NULL column {name:?} is not loaded into {}",
