@@ -249,3 +249,37 @@ async fn every_method_isolates_inside_the_one_transaction() {
         assert_eq!(file, "x,1,type\n800001,,null\n5,1,duplicate\n", "{what}");
     }
 }
+
+/// Thousands of rows that each fail alone (keys the table has), so that
+/// isolation hands the server's error to the client thousands of times.
+/// (Outside testing: the error was queued for the client before the
+/// request it answers, the client closed the connection as out of step,
+/// and the one transaction was lost, in most runs; on a runtime with
+/// threads, as the command line's, where the connection runs beside
+/// the load.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousands_of_bad_rows_keep_the_one_connection() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute(
+            "CREATE TABLE many (id int PRIMARY KEY, n int NOT NULL, s text);
+             INSERT INTO many SELECT g, 0, 'old' FROM generate_series(1, 6000) g;",
+        )
+        .await
+        .unwrap();
+    let mut lines = good(6000);
+    lines.push("6001,1,new".to_owned());
+    let (mut o, _) = options(&db, &lines, "many");
+    o.truncate = false;
+    o.chunk_bytes = 10 << 10;
+    o.overwrite_rejects = true;
+    for round in 0..3 {
+        let r = run(&db, &o).await;
+        assert!(r.failure.is_none(), "round {round}: {:?}", r.failure);
+        assert_eq!((r.rows_loaded, r.rows_rejected), (1, 6000), "round {round}");
+        db.client
+            .batch_execute("DELETE FROM many WHERE id = 6001")
+            .await
+            .unwrap();
+    }
+}

@@ -275,8 +275,20 @@ impl Wire {
     /// with no request in flight, then make exactly one request (e.g.
     /// `batch_execute("")`), then [`Wire::normal`].
     pub fn replay(&self, answer: &[u8]) {
-        self.0.lock().inject.extend_from_slice(answer);
-        self.0.set_mode(Mode::Replay { written: false });
+        // The answer and the mode under one lock: queued while the mode
+        // was still Normal, the answer could be read by the connection
+        // before its request was written, as a message nobody asked for,
+        // and tokio-postgres closed the connection (outside testing: a
+        // `--single-transaction --rejects` load of many bad rows stopped
+        // with "connection closed" in most runs).
+        let mut s = self.0.lock();
+        s.inject.extend_from_slice(answer);
+        if s.mode != Mode::Dead {
+            s.mode = Mode::Replay { written: false };
+        }
+        if let Some(w) = s.parked.take() {
+            w.wake();
+        }
     }
 
     /// Ends the connection for tokio-postgres: its next read or write
