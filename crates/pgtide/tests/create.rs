@@ -476,6 +476,28 @@ async fn a_later_value_that_does_not_fit() {
     assert!(hint.contains("DROP TABLE late"), "{hint}");
     assert!(hint.contains("--rejects"), "{hint}");
 
+    // In one transaction the table went with the load: nothing to drop.
+    // With the type given by --type, the sample is not to blame.
+    let mut o1 = opts(&path, "late1");
+    o1.create.as_mut().unwrap().sample_rows = 100;
+    o1.create.as_mut().unwrap().types = vec![("n".into(), "integer".into())];
+    o1.single_transaction = true;
+    let report = run(&db, &o1).await;
+    let hint = report
+        .failure
+        .expect("the decimal stops it")
+        .hint()
+        .unwrap()
+        .to_owned();
+    assert!(!hint.contains("DROP TABLE"), "{hint}");
+    assert!(hint.contains("rolled back"), "{hint}");
+    assert!(hint.contains("given by --type"), "{hint}");
+    assert!(!hint.contains("--sample-rows"), "{hint}");
+    assert!(report
+        .notes
+        .iter()
+        .any(|n| n.contains("rolled back with the load")));
+
     // With --rejects: every other row is loaded, the misfit is rejected
     // with its line.
     let dir = tempfile::tempdir().unwrap();

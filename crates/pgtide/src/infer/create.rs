@@ -343,16 +343,31 @@ pub async fn try_create(
 
 /// The hint for a row the created table refused: which column, its
 /// inferred type, and the ways out.
-pub fn failure_hint(plan: &CreatePlan, column: Option<&str>) -> String {
+///
+/// `rolled_back`: the table was created in the load's one transaction
+/// (`--single-transaction`), which took it away again: nothing to drop.
+pub fn failure_hint(plan: &CreatePlan, column: Option<&str>, rolled_back: bool) -> String {
     let table = table_sql(&plan.table);
-    let (col, ty) = match column.and_then(|c| plan.type_of(c).map(|t| (c, t))) {
-        Some((c, t)) => (names::sql(c), t.to_string()),
-        None => ("COLUMN".to_string(), "its type".to_string()),
+    let planned = column.and_then(|c| plan.columns.iter().find(|p| p.name.name == c));
+    let (col, ty, given) = match planned {
+        Some(p) => (names::sql(&p.name.name), p.sql_type.clone(), p.overridden),
+        None => ("COLUMN".to_string(), "its type".to_string(), false),
     };
-    format!(
-        "{table} was created by --create from {} sampled rows, and this value does not fit \
-         {col} ({ty}): DROP TABLE {table}, then run again with --type {col}=TYPE (e.g. text) \
-         or a larger --sample-rows; or add --rejects FILE to set such rows aside",
-        plan.rows_sampled
-    )
+    let first = match rolled_back {
+        true => "the load was rolled back, and the table with it; run again".to_owned(),
+        false => format!("DROP TABLE {table}, then run again"),
+    };
+    let why = match given {
+        true => format!("this value does not fit {col} ({ty}, given by --type)"),
+        false => format!(
+            "{table} was created by --create from {} sampled rows, and this value does not \
+             fit {col} ({ty})",
+            plan.rows_sampled
+        ),
+    };
+    let fix = match given {
+        true => format!("with another --type {col}=TYPE (e.g. text)"),
+        false => format!("with --type {col}=TYPE (e.g. text) or a larger --sample-rows"),
+    };
+    format!("{why}: {first} {fix}; or add --rejects FILE to set such rows aside")
 }

@@ -92,8 +92,15 @@ pub fn report(plan: &CreatePlan, report: &mut Report) {
         ));
         return;
     }
+    // A single-transaction load that failed took the table away again.
+    let rolled_back = report.single_transaction && report.failure.is_some();
     report.notes.push(format!(
-        "created table {} ({} columns, types from {} sampled rows; --create --explain shows why)",
+        "{} table {} ({} columns, types from {} sampled rows; --create --explain shows why)",
+        if rolled_back {
+            "created, then rolled back with the load,"
+        } else {
+            "created"
+        },
         plan.table,
         plan.columns.len(),
         plan.rows_sampled
@@ -104,7 +111,7 @@ pub fn report(plan: &CreatePlan, report: &mut Report) {
     });
     if data_error {
         let column = report.failed_row.as_ref().and_then(|r| r.column.as_deref());
-        let hint = create::failure_hint(plan, column);
+        let hint = create::failure_hint(plan, column, rolled_back);
         report.failure = report.failure.take().map(|e| e.with_hint(hint));
     }
 }
