@@ -557,4 +557,24 @@ async fn hash_partitions_on_another_server_are_loaded_directly() {
         count(&db.client, "SELECT count(*) FROM s").await,
         100_000 + loaded
     );
+
+    // A remote table that lacks a column of its foreign table: the shard
+    // refuses the statement, and no row is blamed for it.
+    remote
+        .batch_execute("ALTER TABLE r0 RENAME COLUMN c1 TO c1_renamed")
+        .await
+        .unwrap();
+    opts.chunk_bytes = 1 << 20;
+    opts.inputs = vec![path.to_string_lossy().into_owned()];
+    let report = pgtide::load::run(
+        &db.target,
+        &opts,
+        std::sync::Arc::new(pgtide::progress::Progress::new(2)),
+    )
+    .await
+    .unwrap();
+    let e = report.failure.expect("the shard refuses the COPY");
+    let hint = e.hint().unwrap_or_default();
+    assert!(hint.contains("not a row"), "{}: {hint}", e.message());
+    assert!(!hint.contains("fix the row"), "{hint}");
 }

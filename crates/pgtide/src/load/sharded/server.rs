@@ -262,9 +262,10 @@ fn refused(
             dest.label,
             db.message()
         );
+        let row_fault = crate::error::classify(&e) == crate::error::Class::Row;
         return PartFailed {
-            row_fault: crate::error::classify(&e) == crate::error::Class::Row,
-            ..with_server_words(message, db, None).into()
+            row_fault,
+            ..with_server_words(message, db, None, row_fault).into()
         };
     };
     let span = routed.spans[index as usize];
@@ -284,7 +285,7 @@ fn refused(
     );
     let preview = show_row(&chunk.data[span.start..span.end]);
     PartFailed {
-        error: with_server_words(message, db, Some(&preview)),
+        error: with_server_words(message, db, Some(&preview), row_fault),
         row: Some(row),
         in_doubt: false,
         row_fault,
@@ -295,6 +296,7 @@ fn with_server_words(
     mut message: String,
     db: &tokio_postgres::error::DbError,
     preview: Option<&str>,
+    row_fault: bool,
 ) -> Error {
     if let Some(detail) = db.detail() {
         message.push_str(&format!(" ({detail})"));
@@ -302,9 +304,19 @@ fn with_server_words(
     if let Some(p) = preview {
         message.push_str(&format!("; row: {p}"));
     }
-    let mut hint = String::from(
-        "fix the row and load the lines not listed as done (the summary lists them, \
-         and per server what each committed)",
+    // Not a row's fault (a remote table without a column the foreign
+    // table has, a --shard-db that reaches another server): no row to fix.
+    let what = match row_fault {
+        true => "fix the row",
+        false => {
+            "the shard refused the statement, not a row: check that its table has the \
+             foreign table's columns and that --shard-db reaches the server the foreign \
+             table names"
+        }
+    };
+    let mut hint = format!(
+        "{what}, then load the lines not listed as done (the summary lists them, \
+         and per server what each committed)"
     );
     if let Some(h) = db.hint() {
         hint = format!("{h}; {hint}");
