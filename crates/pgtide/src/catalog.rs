@@ -136,6 +136,16 @@ pub fn column_list(columns: &[&Column]) -> String {
         .join(", ")
 }
 
+/// The condition on an index `i` (`pg_index`) that its definition
+/// rebuilds all of it. What `pg_get_indexdef` does not hold is lost by a
+/// drop and rebuild, so such an index stays: the replica identity (a
+/// publication's updates would fail without it), the CLUSTER mark, a
+/// comment, a column's statistics target.
+pub const INDEX_REBUILT_WHOLE: &str = "NOT i.indisreplident AND NOT i.indisclustered \
+     AND pg_catalog.obj_description(i.indexrelid, 'pg_class') IS NULL \
+     AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = i.indexrelid \
+                     AND coalesce(a.attstattarget, -1) <> -1)";
+
 /// The part of a missing table's hint that only a load can act on
 /// (`pgtide copy` replaces it by its own).
 pub const CREATE_HINT: &str = "create it first (or let --create make it from the file), ";

@@ -12,7 +12,7 @@
 //!
 //! Kept as they are (not deferred): constraints whose index a rebuild
 //! would not give back whole (the replica identity, the CLUSTER index, a
-//! comment, a statistics target: `indexes::REBUILT_WHOLE`), a constraint
+//! comment, a statistics target: `catalog::INDEX_REBUILT_WHOLE`), a constraint
 //! with a comment, and PostgreSQL 18's `WITHOUT OVERLAPS` keys.
 //!
 //! Refused when a foreign key references the constraint (dropping it
@@ -105,7 +105,7 @@ pub async fn deferrable(client: &Client, table: &Table) -> Result<Vec<Deferred>>
         return Ok(Vec::new());
     }
     // Kept: what `ADD CONSTRAINT .. USING INDEX` of a rebuilt index
-    // cannot give back (indexes::REBUILT_WHOLE; a constraint's comment;
+    // cannot give back (catalog::INDEX_REBUILT_WHOLE; a constraint's comment;
     // PostgreSQL 18's `WITHOUT OVERLAPS`, whose GiST index cannot be a
     // unique index to attach).
     let rows = client
@@ -124,7 +124,7 @@ pub async fn deferrable(client: &Client, table: &Table) -> Result<Vec<Deferred>>
                    AND pg_catalog.obj_description(k.oid, 'pg_constraint') IS NULL \
                    AND NOT coalesce((pg_catalog.to_jsonb(k) ->> 'conperiod')::bool, false) \
                  ORDER BY k.conname",
-                super::indexes::REBUILT_WHOLE
+                crate::catalog::INDEX_REBUILT_WHOLE
             ),
             &[&table.oid],
         )

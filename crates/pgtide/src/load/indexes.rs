@@ -5,7 +5,7 @@
 //! Which indexes: valid, **non-unique** indexes that back no constraint,
 //! on a plain table, whose definition rebuilds all of them (not the
 //! replica identity, the CLUSTER index, nor one with a comment or a
-//! statistics target: [`REBUILT_WHOLE`]). A unique index (with or without a constraint) stays:
+//! statistics target: `catalog::INDEX_REBUILT_WHOLE`). A unique index (with or without a constraint) stays:
 //! without it duplicates would load and its rebuild would fail, and an
 //! `--on-conflict` load needs it as its arbiter.
 //!
@@ -26,16 +26,6 @@ use tokio_postgres::Client;
 use crate::catalog::Table;
 use crate::conn::Target;
 use crate::error::{Error, Result};
-
-/// The condition on an index `i` (`pg_index`) that its definition
-/// rebuilds all of it. What `pg_get_indexdef` does not hold is lost by a
-/// drop and rebuild, so such an index stays: the replica identity (a
-/// publication's updates would fail without it), the CLUSTER mark, a
-/// comment, a column's statistics target.
-pub const REBUILT_WHOLE: &str = "NOT i.indisreplident AND NOT i.indisclustered \
-     AND pg_catalog.obj_description(i.indexrelid, 'pg_class') IS NULL \
-     AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = i.indexrelid \
-                     AND coalesce(a.attstattarget, -1) <> -1)";
 
 /// Where the definitions of dropped indexes wait for their rebuild.
 pub const SAVED_TABLE: &str = "pgtide.deferred_indexes";
@@ -112,8 +102,9 @@ pub async fn deferrable(client: &Client, table: &Table) -> Result<Vec<String>> {
                 "SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
                  WHERE i.indrelid = $1 AND NOT i.indisunique AND i.indisvalid \
                    AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid) \
-                   AND {REBUILT_WHOLE} \
-                 ORDER BY c.relname"
+                   AND {} \
+                 ORDER BY c.relname",
+                crate::catalog::INDEX_REBUILT_WHOLE
             ),
             &[&table.oid],
         )
