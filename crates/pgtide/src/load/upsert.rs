@@ -350,9 +350,25 @@ fn merge_sql(
     let keys_list = keys.join(", ");
     let compared = key.compared().join(", ");
     let direction = mode.winner_first();
+    // A key is inserted as its first row spells it (`1.0` before `1.00`,
+    // `a` before `A` under a case-insensitive collation), with the
+    // winning row's other values: what one `INSERT .. ON CONFLICT` per
+    // row gives, and what rows of the key in later chunks give (their
+    // `DO UPDATE` leaves the key as it is), so the result does not depend
+    // on the chunking. (With `skip` the winner is the first row.)
+    let picked: Vec<String> = loaded
+        .iter()
+        .map(|c| match keys.contains(c) && mode == OnConflict::Update {
+            true => format!(
+                "pg_catalog.first_value({c}) OVER (PARTITION BY {compared} ORDER BY {ORD}) AS {c}"
+            ),
+            false => c.clone(),
+        })
+        .collect();
+    let picked = picked.join(", ");
     let winners = |filter: &str| {
         format!(
-            "SELECT DISTINCT ON ({compared}) {cols} FROM pg_temp.{STAGE}{filter} \
+            "SELECT DISTINCT ON ({compared}) {picked} FROM pg_temp.{STAGE}{filter} \
              ORDER BY {compared}, {ORD} {direction}"
         )
     };
@@ -366,12 +382,7 @@ fn merge_sql(
             any_null.join(" OR ")
         )
     };
-    // The key's columns are set too: a key equal to the table's but
-    // spelled otherwise (`1.0` and `1.00`, `a` and `A` under a
-    // case-insensitive collation) is then the winning row's, as when the
-    // file's rows of that key meet inside one chunk (the merge inserts
-    // the winner whole): the result does not depend on the chunking.
-    let updates: Vec<&String> = loaded.iter().collect();
+    let updates: Vec<&String> = loaded.iter().filter(|c| !keys.contains(c)).collect();
     let action = match mode {
         OnConflict::Update if !updates.is_empty() => {
             let set: Vec<String> = updates
