@@ -59,7 +59,7 @@ impl Snapshot {
 /// empty) runs on every connection first, e.g. `SET DateStyle = ISO`.
 ///
 /// Each connection also turns off `idle_in_transaction_session_timeout`
-/// (as pg_dump does): the coordinator sits idle in its transaction for
+/// and, on PostgreSQL 17+, `transaction_timeout` (as pg_dump does): the coordinator sits idle in its transaction for
 /// the whole run, holding the snapshot and the locks, and a role's or
 /// database's timeout would end it halfway (the readers would lose their
 /// locks' protection; `--verify`'s digest, run on it at the end, its
@@ -70,7 +70,11 @@ pub async fn open(
     workers: usize,
     session: &str,
 ) -> Result<Snapshot> {
-    let session = format!("SET idle_in_transaction_session_timeout = 0; {session}");
+    let session = format!(
+        "SET idle_in_transaction_session_timeout = 0; \
+         SELECT pg_catalog.set_config('transaction_timeout', '0', false) \
+         WHERE pg_catalog.current_setting('server_version_num')::int >= 170000; {session}"
+    );
     let session = session.as_str();
     let coordinator = target.connect().await?;
     coordinator.batch_execute(session).await?;

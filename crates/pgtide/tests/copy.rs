@@ -92,9 +92,7 @@ async fn copy_ok(from: &Server, to: &Server, opts: &TransferOptions) -> Transfer
 
 /// Every row's text form, sorted: what must be equal on both sides.
 async fn rows(c: &Client, table: &str) -> Vec<String> {
-    // verify's settings, with the search_path that names `table`.
     c.batch_execute(verify::SESSION).await.unwrap();
-    c.batch_execute("RESET search_path").await.unwrap();
     let mut v: Vec<String> = c
         .query(&format!("SELECT r::text FROM {table} r"), &[])
         .await

@@ -23,10 +23,16 @@ pub(super) async fn check(
     dst: &Client,
     plans: &[Planned],
     reports: &mut [TableReport],
+    names_objects: bool,
 ) -> Option<Error> {
     let run = async {
-        snap.coordinator().batch_execute(verify::SESSION).await?;
-        dst.batch_execute(verify::SESSION).await?;
+        // reg* values hashed qualified on both sides, as they were copied.
+        let session = match names_objects {
+            true => format!("{}; {}", verify::SESSION, super::QUALIFIED_NAMES),
+            false => verify::SESSION.to_owned(),
+        };
+        snap.coordinator().batch_execute(&session).await?;
+        dst.batch_execute(&session).await?;
         let mut differ = Vec::new();
         for (p, r) in plans.iter().zip(reports.iter_mut()) {
             let s = verify::digest(
@@ -70,7 +76,7 @@ pub(super) async fn check(
             .with_hint(
                 "row count or row hash differ: rows already in the target (use --truncate), \
                  triggers or defaults on the target, or writes to it during the copy; values \
-                 whose text differs between the servers (money, reg* types, different column \
+                 whose text differs between the servers (money, different column \
                  types) also count as different",
             ),
         ),

@@ -60,15 +60,16 @@ pub use report::{CreatedReport, TableReport, TransferReport, Verified};
 const TARGET_SESSION: &str = "SET DateStyle = ISO, YMD; SET IntervalStyle = postgres; \
      SET extra_float_digits = 3; SET xmloption = content";
 
-/// The source's settings: the target's, and an empty `search_path`, so
-/// that reg* values (`regclass`, `regproc`, ..) print schema-qualified,
-/// as pg_dump prints them, and name the same objects on the target
-/// whatever either side's search_path (an unqualified `thing` printed by
-/// a source whose search_path starts with `app` is `public.thing` on a
-/// target that searches `public`). The source's statements name tables
-/// qualified.
-const SOURCE_SESSION: &str = "SET DateStyle = ISO, YMD; SET IntervalStyle = postgres; \
-     SET extra_float_digits = 3; SET xmloption = content; SET search_path = ''";
+/// Added to the source's settings when a copied column is of a reg*
+/// type: an empty `search_path`, so that its values (`regclass`,
+/// `regproc`, ..) print schema-qualified, as pg_dump prints them, and
+/// name the same objects on the target whatever either side's
+/// search_path (an unqualified `thing` printed by a source whose
+/// search_path starts with `app` is `public.thing` on a target that
+/// searches `public`). Only then: a view or a row-level security policy
+/// may call functions that find tables by the role's search_path. The
+/// source's statements name tables qualified.
+pub(crate) const QUALIFIED_NAMES: &str = "SET search_path = ''";
 
 /// Copies per `opts` from `from` to `to`. `Err` when nothing was written
 /// to the target; once writing started, the report's `failure` says why
@@ -86,6 +87,7 @@ pub async fn run(
     let (s, t) = (plan::server(&src).await?, plan::server(&dst).await?);
     let mut notes = Vec::new();
     let names = plan::table_names(&src, opts).await?;
+    plan::refuse_partition_with_parent(&src, &names).await?;
     let created = if opts.create {
         create::create_missing(&src, &dst, from, to, &names, s.major as u32).await?
     } else {
@@ -101,7 +103,12 @@ pub async fn run(
         .iter()
         .map(|p| (p.source.name.quoted(), p.source.oid))
         .collect();
-    let mut snap = snapshot::open(from, &tables, opts.workers, SOURCE_SESSION)
+    let names_objects = plans.iter().any(|p| p.names_objects);
+    let source_session = match names_objects {
+        true => format!("{TARGET_SESSION}; {QUALIFIED_NAMES}"),
+        false => TARGET_SESSION.to_owned(),
+    };
+    let mut snap = snapshot::open(from, &tables, opts.workers, &source_session)
         .await
         .map_err(|e| side("the source", e))?;
     let (plans, blocks) = plan::largest_first(plans, &snap.blocks);
@@ -149,7 +156,7 @@ pub async fn run(
         }
     };
     if failure.is_none() && opts.verify {
-        failure = check::check(&snap, &dst, &plans, &mut reports).await;
+        failure = check::check(&snap, &dst, &plans, &mut reports, names_objects).await;
     }
     drop(snap);
     let rows = reports.iter().map(|r| r.rows).sum();

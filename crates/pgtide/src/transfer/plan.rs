@@ -41,7 +41,26 @@ pub(super) struct Planned {
     pub(super) ranged: bool,
     pub(super) may_skip: bool,
     pub(super) estimate: u64,
+    /// A copied column holds object names (a reg* type, or an array of
+    /// one): the source must print them qualified.
+    pub(super) names_objects: bool,
 }
+
+/// The reg* types: their text is an object's name, resolved by the
+/// session's search_path.
+const REG_TYPES: [&str; 11] = [
+    "regclass",
+    "regcollation",
+    "regconfig",
+    "regdictionary",
+    "regnamespace",
+    "regoper",
+    "regoperator",
+    "regproc",
+    "regprocedure",
+    "regrole",
+    "regtype",
+];
 
 /// A server's facts (`sql/transfer_server.sql`).
 pub(super) struct Server {
@@ -135,7 +154,6 @@ pub(super) async fn plan(
         }
         plans.push(plan_table(src, dst, opts, (s, t), source, target).await?);
     }
-    refuse_partition_with_parent(src, &plans).await?;
     if opts.truncate && plans.iter().any(|p| p.ranged) && opts.workers > 1 && plans.len() == 1 {
         notes.push(
             "--truncate loads each table in one transaction: one table is copied by one \
@@ -151,8 +169,19 @@ pub(super) async fn plan(
 /// partition's rows would be copied twice (and with `--truncate`, two
 /// workers' TRUNCATEs of one tree deadlock). An inheritance child is
 /// not refused: its parent is copied `ONLY`.
-async fn refuse_partition_with_parent(src: &Client, plans: &[Planned]) -> Result<()> {
-    let oids: Vec<Oid> = plans.iter().map(|p| p.source.oid).collect();
+/// Runs before `--create` writes anything on the target.
+pub(super) async fn refuse_partition_with_parent(
+    src: &Client,
+    names: &[QualifiedName],
+) -> Result<()> {
+    let mut tables = Vec::with_capacity(names.len());
+    for name in names {
+        let t = Table::resolve(src, name)
+            .await
+            .map_err(|e| on_side(e, "on the source", "--from"))?;
+        tables.push((t.oid, t.name.to_string()));
+    }
+    let oids: Vec<Oid> = tables.iter().map(|(o, _)| *o).collect();
     let row = src
         .query_opt(
             "SELECT c, a::oid FROM unnest($1::oid[]) AS c, \
@@ -165,10 +194,10 @@ async fn refuse_partition_with_parent(src: &Client, plans: &[Planned]) -> Result
         return Ok(());
     };
     let name = |oid: Oid| {
-        plans
+        tables
             .iter()
-            .find(|p| p.source.oid == oid)
-            .map_or_else(|| oid.to_string(), |p| p.source.name.to_string())
+            .find(|(o, _)| *o == oid)
+            .map_or_else(|| oid.to_string(), |(_, n)| n.clone())
     };
     let (child, parent) = (name(row.get(0)), name(row.get(1)));
     Err(Error::config(format!(
@@ -297,7 +326,11 @@ async fn plan_table(
         ),
     };
     let may_skip = catalog::may_skip_rows(dst, target.oid, false).await?;
+    let names_objects = columns
+        .iter()
+        .any(|c| REG_TYPES.contains(&c.type_name.trim_end_matches("[]")));
     Ok(Planned {
+        names_objects,
         columns: catalog::column_list(&columns),
         source,
         target,

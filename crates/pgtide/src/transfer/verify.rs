@@ -14,8 +14,8 @@
 //! The hash is over each row's *text* form, so it equals only when both
 //! servers print the same values the same way. Both sessions set
 //! DateStyle, IntervalStyle, TimeZone, extra_float_digits and
-//! bytea_output alike, and an empty search_path (reg* types print their
-//! names schema-qualified). Known limits: `money` prints by each server's
+//! bytea_output alike, and, when a column is of a reg* type, an empty
+//! search_path (their names print schema-qualified). Known limits: `money` prints by each server's
 //! lc_monetary; a column whose type differs between the sides (integer vs bigint
 //! prints the same; numeric(10,2) vs numeric does not when scales
 //! differ) may differ in text though the values are equal; and a type
@@ -29,8 +29,7 @@ use crate::error::Result;
 
 /// Session settings that make both servers print values alike.
 pub const SESSION: &str = "SET DateStyle = ISO, YMD; SET IntervalStyle = postgres; \
-     SET TimeZone = 'UTC'; SET extra_float_digits = 3; SET bytea_output = hex; \
-     SET search_path = ''";
+     SET TimeZone = 'UTC'; SET extra_float_digits = 3; SET bytea_output = hex";
 
 /// Count and hash of one table on one server.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

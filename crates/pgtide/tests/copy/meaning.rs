@@ -2,7 +2,7 @@
 //! roles' settings: reg* names under a source search_path, a generated
 //! source column into a plain target column, xml fragments under a
 //! target `xmloption = document`, a snapshot kept through a role's
-//! `idle_in_transaction_session_timeout`; and a partition named beside
+//! `idle_in_transaction_session_timeout` and `transaction_timeout`; and a partition named beside
 //! its parent is refused, not copied twice.
 
 use pgtide::transfer::TransferOptions;
@@ -100,7 +100,7 @@ async fn xml_fragments_arrive_whatever_the_targets_xmloption() {
 }
 
 #[tokio::test]
-async fn the_snapshot_outlives_a_roles_idle_in_transaction_timeout() {
+async fn the_snapshot_outlives_a_roles_transaction_timeouts() {
     let (src, dst) = pair().await;
     both(&src, &dst, "CREATE TABLE s (id int)").await;
     src.client
@@ -110,6 +110,14 @@ async fn the_snapshot_outlives_a_roles_idle_in_transaction_timeout() {
         )
         .await
         .unwrap();
+    // And PostgreSQL 17's limit on a transaction's whole length.
+    let major = pgtide::catalog::server_major(&src.client).await.unwrap();
+    if major >= 17 {
+        src.client
+            .batch_execute("ALTER ROLE CURRENT_USER SET transaction_timeout = '500ms'")
+            .await
+            .unwrap();
+    }
     // The target takes a second to load: the source's coordinator sits
     // idle in its snapshot meanwhile, then --verify runs on it.
     dst.client
@@ -162,6 +170,26 @@ async fn a_partition_named_beside_its_parent_is_refused() {
         .unwrap()
         .get(0);
     assert_eq!(n, 0);
+    // Refused before --create writes anything on the target.
+    let dst2 = super::server(None).await;
+    let mut o = TransferOptions::new(names(&["pp", "pp1"]));
+    o.create = true;
+    let e = pgtide::transfer::run(
+        &src.target,
+        &dst2.target,
+        &o,
+        std::sync::Arc::new(pgtide::progress::Progress::new(1)),
+    )
+    .await
+    .err()
+    .expect("refused");
+    assert!(e.to_string().contains("is a partition of"), "{e}");
+    let made = texts(
+        &dst2.client,
+        "SELECT coalesce(to_regclass('pp')::text, 'none')",
+    )
+    .await;
+    assert_eq!(made, ["none"]);
     // Partitions side by side are fine.
     let r = copy(&src, &dst, &TransferOptions::new(names(&["pp11", "pp2"]))).await;
     assert!(r.failure.is_none(), "{:?}", r.failure);
