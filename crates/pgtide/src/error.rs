@@ -228,12 +228,16 @@ pub enum Class {
 pub const LEDGER_CLAIMED: &str = "PT001";
 
 /// Whether `err` is an ERROR (the session lives on) that a COPY raised on
-/// one of its rows (`COPY t, line N`).
+/// one column of one of its rows (`COPY t, line N, column c`): a field's
+/// data, not the framing of the messages (an unexpected message during
+/// COPY is 08P01 at ERROR with the row's line too, but no column).
+/// The severity is read unlocalized (`lc_messages` translates the other).
 fn row_of_copy(err: &tokio_postgres::Error) -> bool {
     err.as_db_error().is_some_and(|d| {
-        d.severity() == "ERROR"
-            && d.where_()
-                .is_some_and(|w| w.starts_with("COPY ") && w.contains(", line "))
+        d.parsed_severity() == Some(tokio_postgres::error::Severity::Error)
+            && d.where_().is_some_and(|w| {
+                w.starts_with("COPY ") && w.contains(", line ") && w.contains(", column ")
+            })
     })
 }
 
@@ -264,7 +268,7 @@ pub fn classify(err: &tokio_postgres::Error) -> Class {
     // violation, at ERROR with the row's line: the session goes on and
     // the fault is the row's. (Outside testing: taken for a lost
     // connection, the chunk was retried for a minute, then the load
-    // stopped without rejecting the row.) A real protocol break is FATAL.
+    // stopped without rejecting the row.)
     if code.code() == "08P01" && row_of_copy(err) {
         return Class::Row;
     }

@@ -93,7 +93,9 @@ pub fn report(plan: &CreatePlan, report: &mut Report) {
         return;
     }
     // A single-transaction load that failed took the table away again.
-    let rolled_back = report.single_transaction && report.failure.is_some();
+    let rolled_back = report.single_transaction
+        && report.failure.is_some()
+        && !super::single::in_doubt(report.failure.as_ref());
     report.notes.push(format!(
         "{} table {} ({} columns, types from {} sampled rows; --create --explain shows why)",
         if rolled_back {

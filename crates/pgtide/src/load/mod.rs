@@ -553,7 +553,7 @@ pub(super) fn check_forced_columns(
                  supported",
             )
             .with_hint(format!(
-                "list the columns: {}",
+                "list the columns, e.g. --force-null '{}'",
                 columns
                     .iter()
                     .map(|c| crate::ident::quote(&c.name))

@@ -466,9 +466,14 @@ const REJECT_LIMIT: &str = "--single-transaction: nothing was committed, the tab
                             found bad so far: fix them, or raise --max-rejects, and run the \
                             load again";
 
+/// Whether `failure` says the one COMMIT may or may not have taken effect.
+pub(super) fn in_doubt(failure: Option<&Error>) -> bool {
+    failure.is_some_and(|e| e.hint() == Some(IN_DOUBT))
+}
+
 /// What the summary adds about the one transaction, given its failure.
 pub(super) fn note(failure: Option<&Error>, rejected: u64) -> String {
-    if failure.is_some_and(|e| e.hint() == Some(IN_DOUBT)) {
+    if in_doubt(failure) {
         return "--single-transaction: whether the one COMMIT took effect is unknown: every \
                 row counted as loaded is in the table, or none is"
             .to_owned();

@@ -181,8 +181,7 @@ async fn a_partition_named_beside_its_parent_is_refused() {
         std::sync::Arc::new(pgtide::progress::Progress::new(1)),
     )
     .await
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     assert!(e.to_string().contains("is a partition of"), "{e}");
     let made = texts(
         &dst2.client,

@@ -304,15 +304,17 @@ fn with_server_words(
     if let Some(p) = preview {
         message.push_str(&format!("; row: {p}"));
     }
-    // Not a row's fault (a remote table without a column the foreign
-    // table has, a --shard-db that reaches another server): no row to fix.
-    let what = match row_fault {
-        true => "fix the row",
-        false => {
+    // Not a row's fault: no row to fix. A missing column or table is
+    // most likely a remote table that does not match its foreign table,
+    // or a --shard-db that reaches another server.
+    let what = match (row_fault, db.code().code()) {
+        (true, _) => "fix the row",
+        (false, "42703" | "42P01") => {
             "the shard refused the statement, not a row: check that its table has the \
              foreign table's columns and that --shard-db reaches the server the foreign \
              table names"
         }
+        (false, _) => "the shard refused the statement, not a row: fix the cause",
     };
     let mut hint = format!(
         "{what}, then load the lines not listed as done (the summary lists them, \
