@@ -221,12 +221,20 @@ impl UniqueKey {
     /// are folded and ordered so that two rows are one key exactly when
     /// the index says they conflict.
     fn compared(&self) -> Vec<String> {
+        self.compared_in("")
+    }
+
+    /// [`UniqueKey::compared`], each column qualified by `alias.` (none
+    /// when empty): in a SELECT whose output names the key's columns, a
+    /// bare name in ORDER BY or DISTINCT ON means the output column.
+    fn compared_in(&self, alias: &str) -> Vec<String> {
+        let dot = if alias.is_empty() { "" } else { "." };
         self.columns
             .iter()
             .zip(&self.collations)
             .map(|(c, coll)| match coll.is_empty() {
-                true => quote(c),
-                false => format!("{} COLLATE {coll}", quote(c)),
+                true => format!("{alias}{dot}{}", quote(c)),
+                false => format!("{alias}{dot}{} COLLATE {coll}", quote(c)),
             })
             .collect()
     }
@@ -348,7 +356,6 @@ fn merge_sql(
     let keys: Vec<String> = key.columns.iter().map(|k| quote(k)).collect();
     let cols = loaded.join(", ");
     let keys_list = keys.join(", ");
-    let compared = key.compared().join(", ");
     let direction = mode.winner_first();
     // A key is inserted as its first row spells it (`1.0` before `1.00`,
     // `a` before `A` under a case-insensitive collation), with the
@@ -356,20 +363,28 @@ fn merge_sql(
     // row gives, and what rows of the key in later chunks give (their
     // `DO UPDATE` leaves the key as it is), so the result does not depend
     // on the chunking. (With `skip` the winner is the first row.)
+    // The stage's columns qualified (`s.`): the output names the key's
+    // columns too, and a bare name in DISTINCT ON and ORDER BY would be
+    // the output's.
+    let s_compared = key.compared_in("s").join(", ");
     let picked: Vec<String> = loaded
         .iter()
         .map(|c| match keys.contains(c) && mode == OnConflict::Update {
+            // The last in the order DISTINCT ON sorts by (position
+            // descending) is the first row: one sort serves both.
             true => format!(
-                "pg_catalog.first_value({c}) OVER (PARTITION BY {compared} ORDER BY {ORD}) AS {c}"
+                "pg_catalog.last_value(s.{c}) OVER (PARTITION BY {s_compared} \
+                 ORDER BY s.{ORD} DESC ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED \
+                 FOLLOWING) AS {c}"
             ),
-            false => c.clone(),
+            false => format!("s.{c}"),
         })
         .collect();
     let picked = picked.join(", ");
     let winners = |filter: &str| {
         format!(
-            "SELECT DISTINCT ON ({compared}) {picked} FROM pg_temp.{STAGE}{filter} \
-             ORDER BY {compared}, {ORD} {direction}"
+            "SELECT DISTINCT ON ({s_compared}) {picked} FROM pg_temp.{STAGE} AS s{filter} \
+             ORDER BY {s_compared}, s.{ORD} {direction}"
         )
     };
     let staged = if key.nulls_not_distinct {
