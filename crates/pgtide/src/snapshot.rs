@@ -59,11 +59,11 @@ impl Snapshot {
 /// empty) runs on every connection first, e.g. `SET DateStyle = ISO`.
 ///
 /// Each connection also turns off `idle_in_transaction_session_timeout`
-/// and, on PostgreSQL 17+, `transaction_timeout` (as pg_dump does): the coordinator sits idle in its transaction for
-/// the whole run, holding the snapshot and the locks, and a role's or
-/// database's timeout would end it halfway (the readers would lose their
-/// locks' protection; `--verify`'s digest, run on it at the end, its
-/// connection).
+/// and, on PostgreSQL 17+, `transaction_timeout` (as pg_dump does): the
+/// coordinator sits idle in its transaction for the whole run, holding
+/// the snapshot and the locks, and a role's or database's timeout would
+/// end it halfway (the readers would lose their locks' protection;
+/// `--verify`'s digest, run on it at the end, its connection).
 pub async fn open(
     target: &Target,
     tables: &[(String, Oid)],

@@ -12,8 +12,9 @@
 //!
 //! Kept as they are (not deferred): constraints whose index a rebuild
 //! would not give back whole (the replica identity, the CLUSTER index, a
-//! comment, a statistics target: `catalog::INDEX_REBUILT_WHOLE`), a constraint
-//! with a comment, and PostgreSQL 18's `WITHOUT OVERLAPS` keys.
+//! comment, a statistics target: `catalog::INDEX_REBUILT_WHOLE`), a
+//! constraint with a comment, and PostgreSQL 18's `WITHOUT OVERLAPS`
+//! keys.
 //!
 //! Refused when a foreign key references the constraint (dropping it
 //! would need `CASCADE`, losing the foreign key), on a partitioned table
@@ -105,9 +106,9 @@ pub async fn deferrable(client: &Client, table: &Table) -> Result<Vec<Deferred>>
         return Ok(Vec::new());
     }
     // Kept: what `ADD CONSTRAINT .. USING INDEX` of a rebuilt index
-    // cannot give back (catalog::INDEX_REBUILT_WHOLE; a constraint's comment;
-    // PostgreSQL 18's `WITHOUT OVERLAPS`, whose GiST index cannot be a
-    // unique index to attach).
+    // cannot give back (catalog::INDEX_REBUILT_WHOLE; a constraint's
+    // comment; PostgreSQL 18's `WITHOUT OVERLAPS`, whose GiST index cannot
+    // be a unique index to attach).
     let rows = client
         .query(
             &format!(

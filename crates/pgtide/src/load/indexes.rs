@@ -5,9 +5,10 @@
 //! Which indexes: valid, **non-unique** indexes that back no constraint,
 //! on a plain table, whose definition rebuilds all of them (not the
 //! replica identity, the CLUSTER index, nor one with a comment or a
-//! statistics target: `catalog::INDEX_REBUILT_WHOLE`). A unique index (with or without a constraint) stays:
-//! without it duplicates would load and its rebuild would fail, and an
-//! `--on-conflict` load needs it as its arbiter.
+//! statistics target: `catalog::INDEX_REBUILT_WHOLE`). A unique index
+//! (with or without a constraint) stays: without it duplicates would
+//! load and its rebuild would fail, and an `--on-conflict` load needs it
+//! as its arbiter.
 //!
 //! Nothing is lost when the load is killed between the drop and the
 //! rebuild: every definition (`pg_get_indexdef`) is saved in

@@ -69,7 +69,7 @@ const TARGET_SESSION: &str = "SET DateStyle = ISO, YMD; SET IntervalStyle = post
 /// searches `public`). Only then: a view or a row-level security policy
 /// may call functions that find tables by the role's search_path. The
 /// source's statements name tables qualified.
-pub(crate) const QUALIFIED_NAMES: &str = "SET search_path = ''";
+const QUALIFIED_NAMES: &str = "SET search_path = ''";
 
 /// Copies per `opts` from `from` to `to`. `Err` when nothing was written
 /// to the target; once writing started, the report's `failure` says why

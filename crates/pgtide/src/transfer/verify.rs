@@ -15,10 +15,11 @@
 //! servers print the same values the same way. Both sessions set
 //! DateStyle, IntervalStyle, TimeZone, extra_float_digits and
 //! bytea_output alike, and, when a column is of a reg* type, an empty
-//! search_path (their names print schema-qualified). Known limits: `money` prints by each server's
-//! lc_monetary; a column whose type differs between the sides (integer vs bigint
-//! prints the same; numeric(10,2) vs numeric does not when scales
-//! differ) may differ in text though the values are equal; and a type
+//! search_path (their names print schema-qualified). Known limits:
+//! `money` prints by each server's lc_monetary; a column whose type
+//! differs between the sides (integer vs bigint prints the same;
+//! numeric(10,2) vs numeric does not when scales differ) may differ in
+//! text though the values are equal; and a type
 //! whose output function changed between major versions (none of the
 //! built-in types between 14 and 17, as far as the round-trip tests see)
 //! would be reported as a mismatch, never hidden.
