@@ -6,6 +6,7 @@
 
 mod support;
 
+use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 
 use pgtide::ident::QualifiedName;
@@ -133,8 +134,10 @@ async fn constraints_come_back_as_they_were() {
 async fn marks(db: &Db, t: &str) -> Vec<String> {
     db.client
         .query(
-            "SELECT format('%s replident=%s clustered=%s comment=%s stats=%s', c.relname,
-                    i.indisreplident, i.indisclustered, obj_description(c.oid, 'pg_class'),
+            "SELECT format('%s replident=%s clustered=%s comment=%s tablespace=%s stats=%s',
+                    c.relname, i.indisreplident, i.indisclustered,
+                    obj_description(c.oid, 'pg_class'),
+                    (SELECT spcname FROM pg_tablespace WHERE oid = c.reltablespace),
                     (SELECT string_agg(coalesce(a.attstattarget, -1)::text, ',')
                      FROM pg_attribute a WHERE a.attrelid = c.oid))
              FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
@@ -167,6 +170,19 @@ async fn what_a_rebuild_would_lose_is_kept_as_it_is() {
          CREATE INDEX km_e ON km ((a + 1)); ALTER INDEX km_e ALTER COLUMN 1 SET STATISTICS 300;
          CREATE INDEX km_plain ON km (a, b);"
         .to_owned();
+    // An index in a tablespace of its own (which `pg_get_indexdef` leaves
+    // out) stays there, and the rebuilt one stays in the default even when
+    // the role's default_tablespace names another.
+    let owner = std::fs::metadata(db.cluster.data_dir()).unwrap();
+    for space in ["elsewhere", "role_default"] {
+        let place = db.cluster.data_dir().join(format!("test_{space}"));
+        std::fs::create_dir(&place).unwrap();
+        std::os::unix::fs::chown(&place, Some(owner.uid()), Some(owner.gid())).unwrap();
+        let create = format!("CREATE TABLESPACE {space} LOCATION '{}'", place.display());
+        db.client.batch_execute(&create).await.unwrap();
+    }
+    sql += "CREATE INDEX km_ts ON km (b, a) TABLESPACE elsewhere;
+            ALTER ROLE CURRENT_USER SET default_tablespace = role_default;";
     // PostgreSQL 18's temporal keys: their GiST index cannot be attached
     // as a unique one.
     let temporal = pgtide::catalog::server_major(&db.client).await.unwrap() >= 18;

@@ -15,6 +15,7 @@
 //! date/time types; every other spelling stays text (see `value`).
 
 pub mod create;
+mod json;
 pub mod names;
 pub mod sample;
 pub mod value;

@@ -15,7 +15,7 @@
 //! | time | `HH:MM:SS[.f]` (seconds required: `12:30` may be minutes) | `24:00:00`, `12:30` |
 //! | interval | ISO 8601 durations (`P1DT2H`), PostgreSQL's `1 day 02:00:00` style | `1d`, `2h` |
 //! | uuid | `8-4-4-4-12` hex digits | braces, no hyphens (a hash) |
-//! | jsonb | a JSON object or array (RFC 8259), no `\u0000` | JSON scalars |
+//! | jsonb | a JSON object or array (RFC 8259), no `\u0000`, no key twice in an object | JSON scalars |
 
 /// A set of candidate types, as bits.
 pub type Mask = u16;
@@ -80,7 +80,7 @@ pub fn classify(v: &[u8]) -> Class {
         m
     } else if is_interval(s) {
         INTERVAL
-    } else if is_json(s) {
+    } else if super::json::fits_jsonb(s) {
         JSONB
     } else {
         0
@@ -363,13 +363,6 @@ fn pg_interval(s: &str) -> bool {
         }
         _ => false,
     }
-}
-
-/// A JSON object or array.
-fn is_json(s: &str) -> bool {
-    (s.starts_with('{') || s.starts_with('['))
-        && !s.contains("\\u0000")
-        && serde_json::from_str::<serde::de::IgnoredAny>(s).is_ok()
 }
 
 #[cfg(test)]

@@ -174,6 +174,8 @@ fn json_objects_and_arrays() {
         "{}",
         "[]",
         r#"{"a": {"b": [null, true]}}"#,
+        r#"{"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}]}"#,
+        r#"{"a": 1.5e3, "b": -7, "c": "x"}"#,
     ] {
         assert_eq!(mask(v), JSONB, "{v}");
     }
@@ -183,6 +185,9 @@ fn json_objects_and_arrays() {
         r#""text""#,
         r#" {"a": 1}"#,
         r#"{"a": "\u0000"}"#,
+        // jsonb keeps only the last of a repeated key.
+        r#"{"a": 1, "a": 2}"#,
+        r#"[{"b": {"a": 1, "\u0061": 2}}]"#,
     ] {
         assert_eq!(mask(v), 0, "{v}");
     }

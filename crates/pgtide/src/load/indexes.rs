@@ -285,7 +285,12 @@ async fn build_from(
 ) -> Result<()> {
     let client = target.connect().await?;
     client
-        .batch_execute(&format!("SET maintenance_work_mem = '{REBUILD_WORK_MEM}'"))
+        // An empty default_tablespace puts each index back in the
+        // database's default, where it was (INDEX_REBUILT_WHOLE keeps the
+        // others), whatever the role's own setting says.
+        .batch_execute(&format!(
+            "SET maintenance_work_mem = '{REBUILD_WORK_MEM}'; SET default_tablespace = ''"
+        ))
         .await?;
     loop {
         let Some(index) = queue.lock().expect("queue").pop_front() else {

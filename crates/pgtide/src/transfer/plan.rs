@@ -41,26 +41,11 @@ pub(super) struct Planned {
     pub(super) ranged: bool,
     pub(super) may_skip: bool,
     pub(super) estimate: u64,
-    /// A copied column holds object names (a reg* type, or an array of
-    /// one): the source must print them qualified.
+    /// A copied column holds object names (a reg* type, or a type made
+    /// of one: `sql/names_objects.sql`): the source must print them
+    /// qualified.
     pub(super) names_objects: bool,
 }
-
-/// The reg* types: their text is an object's name, resolved by the
-/// session's search_path.
-const REG_TYPES: [&str; 11] = [
-    "regclass",
-    "regcollation",
-    "regconfig",
-    "regdictionary",
-    "regnamespace",
-    "regoper",
-    "regoperator",
-    "regproc",
-    "regprocedure",
-    "regrole",
-    "regtype",
-];
 
 /// A server's facts (`sql/transfer_server.sql`).
 pub(super) struct Server {
@@ -326,9 +311,11 @@ async fn plan_table(
         ),
     };
     let may_skip = catalog::may_skip_rows(dst, target.oid, false).await?;
-    let names_objects = columns
-        .iter()
-        .any(|c| REG_TYPES.contains(&c.type_name.trim_end_matches("[]")));
+    let types: Vec<Oid> = columns.iter().map(|c| c.type_oid).collect();
+    let names_objects: bool = src
+        .query_one(include_str!("../../sql/names_objects.sql"), &[&types])
+        .await?
+        .get(0);
     Ok(Planned {
         names_objects,
         columns: catalog::column_list(&columns),

@@ -1,5 +1,6 @@
 //! Values mean on the target what they meant on the source, whatever the
-//! roles' settings: reg* names under a source search_path, a generated
+//! roles' settings: reg* names under a source search_path (also inside a
+//! domain or a composite type), a generated
 //! source column into a plain target column, xml fragments under a
 //! target `xmloption = document`, a snapshot kept through a role's
 //! `idle_in_transaction_session_timeout` and `transaction_timeout`; and a partition named beside
@@ -49,6 +50,44 @@ async fn reg_values_name_the_same_objects_whatever_the_search_path() {
         got,
         ["1 app.thing", "2 public.thing", "3 pg_catalog.pg_class"]
     );
+}
+
+#[tokio::test]
+async fn reg_values_inside_a_domain_or_a_composite_are_qualified_too() {
+    let (src, dst) = pair().await;
+    both(
+        &src,
+        &dst,
+        "CREATE SCHEMA app; CREATE TABLE app.thing (x int); CREATE TABLE public.thing (x int);
+         CREATE DOMAIN regdom AS regclass; CREATE TYPE regpair AS (n int, r regdom);
+         CREATE TABLE rd (id int, r regdom); CREATE TABLE rp (id int, r regpair[])",
+    )
+    .await;
+    src.client
+        .batch_execute(
+            "INSERT INTO rd VALUES (1, 'app.thing'), (2, 'public.thing');
+             INSERT INTO rp VALUES (1, ARRAY[ROW(1, 'app.thing')::regpair]),
+                                   (2, ARRAY[ROW(2, 'public.thing')::regpair]);
+             ALTER ROLE CURRENT_USER SET search_path = app, public",
+        )
+        .await
+        .unwrap();
+    // One table a run: a run that copies any reg* column qualifies all.
+    for (table, value) in [("rd", "r"), ("rp", "(r[1]).r")] {
+        let mut o = TransferOptions::new(names(&[&format!("public.{table}")]));
+        o.verify = true;
+        copy_ok(&src, &dst, &o).await;
+        let got = texts(
+            &dst.client,
+            &format!(
+                "SELECT id || ' ' || n.nspname || '.' || c.relname FROM {table} \
+                 JOIN pg_class c ON c.oid = {value} \
+                 JOIN pg_namespace n ON n.oid = c.relnamespace ORDER BY id"
+            ),
+        )
+        .await;
+        assert_eq!(got, ["1 app.thing", "2 public.thing"], "{table}");
+    }
 }
 
 #[tokio::test]
