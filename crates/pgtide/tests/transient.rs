@@ -142,3 +142,57 @@ async fn lock_timeouts_are_retried_and_reject_nothing() {
         .get(0);
     assert_eq!(count, 20_000);
 }
+
+/// Of two rows with one key in neighbouring chunks, the later one is
+/// rejected whatever the worker count, as one COPY would decide: the
+/// later chunk, whose worker inserts the key first, waits for its turn to
+/// commit, and gives way when it holds up the earlier chunk
+/// (`load/turns.rs`). Without turns the earlier row lost most races.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_later_of_two_duplicate_keys_is_rejected_whatever_the_workers() {
+    let db = Db::start().await;
+    // Fixed-width rows, so that chunk k spans rows [k*per, (k+1)*per).
+    let chunk = 16 * 1024;
+    let row = |id: u32, tag: &str| format!("{id:08},{tag:<5}\n");
+    let per = (chunk / row(0, "x").len()) as u32 + 1;
+    let chunks = 12;
+    let mut data = String::new();
+    for i in 0..per * chunks {
+        let (k, at) = (i / per, i % per);
+        // The last rows of each chunk but the last repeat keys that the
+        // next chunk's first rows hold.
+        if k + 1 < chunks && at >= per - 3 {
+            data.push_str(&row(1_000_000 + k * 10 + (at + 3 - per), "early"));
+        } else if k > 0 && at < 3 {
+            data.push_str(&row(1_000_000 + (k - 1) * 10 + at, "late"));
+        } else {
+            data.push_str(&row(i, "plain"));
+        }
+    }
+    for (run, workers) in [2, 3, 2, 3].into_iter().enumerate() {
+        let table = format!("dup{run}");
+        db.client
+            .batch_execute(&format!(
+                "CREATE TABLE {table} (id int PRIMARY KEY, tag text)"
+            ))
+            .await
+            .unwrap();
+        let report = load(&db, &table, data.as_bytes(), workers, chunk).await;
+        assert!(report.failure.is_none(), "{:?}", report.failure);
+        let pairs = u64::from(3 * (chunks - 1));
+        assert_eq!(report.rows_rejected, pairs, "run {run}");
+        let early: i64 = db
+            .client
+            .query_one(
+                &format!("SELECT count(*) FROM {table} WHERE tag = 'early'"),
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(
+            early as u64, pairs,
+            "run {run}, {workers} workers: every early row loaded"
+        );
+    }
+}

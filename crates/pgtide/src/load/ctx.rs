@@ -24,6 +24,9 @@ pub(super) struct Ctx {
     pub resume: Option<Arc<crate::load::ledger::Resume>>,
     /// `--on-conflict`: chunks take effect in input order.
     pub order: Option<crate::load::order::Order>,
+    /// `--rejects` with several workers into a table with a unique index:
+    /// chunks commit in input order (`turns.rs`).
+    pub turns: Option<Arc<crate::load::turns::Turns>>,
     /// Chunks commit lazily (`load/lazy.rs`): the worker holds each one (`load/hold.rs`)
     /// until a later flush proves it on disk.
     pub lazy: bool,

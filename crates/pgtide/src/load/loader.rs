@@ -28,6 +28,7 @@ mod held;
 mod lenient;
 mod nested;
 mod staging;
+mod turn;
 
 use std::sync::Arc;
 
@@ -210,6 +211,9 @@ pub struct Loader {
     lazy: Option<Lazy>,
     /// The transaction the last batch began.
     last_begin: Option<TxStart>,
+    /// The chunk being loaded, when commits go in input order
+    /// (`load/turns.rs`).
+    turn: Option<super::turns::Turn>,
 }
 
 /// Counts of attempts not yet committed.
@@ -291,6 +295,7 @@ impl Loader {
             lazy_next: false,
             lazy: None,
             last_begin: None,
+            turn: None,
         }
     }
 
@@ -382,6 +387,7 @@ impl Loader {
         );
         self.last_begin = xid;
         self.witness_start(xid);
+        self.began_turn(xid);
         let result = self.run(batch).await;
         match result {
             Ok(rows) => {
@@ -445,8 +451,11 @@ impl Loader {
         counted: Result<u64>,
         lazy: bool,
     ) -> Result<u64, BatchError> {
-        let merged = std::mem::take(&mut self.merged_now);
         let vouched = self.witness_wait(xid).await;
+        // Given way (`load/turns.rs`): nothing is committed, and the
+        // closed connection makes the worker send the batch again.
+        self.wait_turn(xid).await?;
+        let merged = std::mem::take(&mut self.merged_now);
         let lazy = lazy
             && vouched
             && matches!(counted, Ok(0))

@@ -50,6 +50,7 @@ mod single;
 mod spec;
 mod step;
 mod tally;
+mod turns;
 pub mod upsert;
 mod values;
 mod wire;

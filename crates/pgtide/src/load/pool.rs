@@ -98,6 +98,12 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         }
     };
     let spec = Arc::new(spec);
+    let turns = match clients.first() {
+        Some((client, ..)) if in_turns(&plan) => super::turns::needed(client, &plan.table_sql)
+            .await?
+            .then(|| Arc::new(super::turns::Turns::new())),
+        _ => None,
+    };
     let ctx = Arc::new(Ctx {
         target: plan.target.clone(),
         spec: spec.clone(),
@@ -110,6 +116,7 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
             _ => plan.resume.clone(),
         },
         order: plan.upsert.as_ref().map(|_| super::order::Order::new()),
+        turns,
         lazy,
         dirty: Default::default(),
     });
@@ -167,6 +174,13 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         }
     }
     Ok(outcome)
+}
+
+/// Whether chunks may have to commit in input order (`turns.rs`): bad
+/// rows are rejected (without `--rejects` a duplicate stops the load),
+/// chunks load side by side, and they are not merged in order already.
+fn in_turns(plan: &Plan) -> bool {
+    plan.rejects.is_some() && plan.workers > 1 && plan.upsert.is_none() && !plan.single_transaction
 }
 
 /// What every loader of `plan` runs (before [`LoaderSpec::prepare`]).

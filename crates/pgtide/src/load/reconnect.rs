@@ -159,8 +159,10 @@ async fn reconnect(loader: &mut Loader, ctx: &Ctx, in_doubt: Option<InDoubt>) ->
     // need their verdict.
     let skipped = loader.take_skipped();
     let mark = loader.take_mark();
+    let turn = loader.take_turn();
     *loader = new_loader(client, notices, wire, &ctx.spec);
     loader.set_mark(mark);
+    loader.set_turn(turn);
     if let (Reconnected::Committed(_), Some(d)) = (&settled, in_doubt) {
         loader.committed_in_doubt(d);
         loader.carry_skipped(skipped);

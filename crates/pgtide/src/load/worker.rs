@@ -18,6 +18,7 @@ use super::outcome::Failed;
 use super::reconnect::load_reconnecting;
 use super::row_error::line_ending_error;
 use super::tally::{failed_chunk, isolated};
+use super::turns::Turn;
 use crate::chunk::Chunk;
 use crate::error::{classify, Class, Error};
 use crate::progress::Progress;
@@ -69,6 +70,12 @@ pub(super) async fn work(
         };
         if let Some(r) = &ctx.resume {
             loader.set_mark(r.mark(&chunk.input, &chunk.data, chunk.first_byte));
+        }
+        if let Some(turns) = &ctx.turns {
+            loader.set_turn(Some(Turn {
+                turns: turns.clone(),
+                seq: chunk.seq,
+            }));
         }
         if !in_turn(&mut loader, &ctx, &chunk).await {
             // An earlier chunk failed: this one must not take effect.
@@ -177,8 +184,11 @@ async fn in_turn(loader: &mut Loader, ctx: &Ctx, chunk: &Chunk) -> bool {
 }
 
 /// A chunk is over (`ok`: every row committed or rejected): later chunks
-/// may take their turn (`--on-conflict`). Returns `ok`.
+/// may take their turn (`--on-conflict`, `turns.rs`). Returns `ok`.
 fn chunk_over(ctx: &Ctx, chunk: &Chunk, ok: bool) -> bool {
+    if let Some(turns) = &ctx.turns {
+        turns.over(chunk.seq, ok);
+    }
     if let Some(order) = &ctx.order {
         if ok {
             order.finished(chunk.seq);

@@ -70,6 +70,7 @@ impl Loader {
             .map_err(BatchError::plain)?;
         let xid = tx_start(&messages);
         self.witness_start(xid);
+        self.began_turn(xid);
         Ok(xid)
     }
 
@@ -321,10 +322,21 @@ impl Loader {
     /// (see [`Loader::in_doubt`]: its `xid` settles it).
     pub async fn commit_attempts(&mut self, xid: Option<TxStart>) -> Result<bool, BatchError> {
         let pending = std::mem::take(&mut self.pending);
+        if self.turn.is_some() {
+            // The wait for its turn asks the server in this transaction,
+            // which must be out of any failed savepoint first.
+            self.settle().await?;
+            self.witness_wait(xid).await;
+            if self.wait_turn(xid).await.is_err() {
+                // Given way: certainly not committed.
+                return Ok(false);
+            }
+        } else {
+            self.witness_wait(xid).await;
+        }
         // The last attempt's savepoint is settled in the same round trip;
         // if that fails, COMMIT does not run.
         let (settle, _) = std::mem::take(&mut self.open).settle();
-        self.witness_wait(xid).await;
         match self.client.batch_execute(&format!("{settle}COMMIT")).await {
             Ok(()) => {
                 self.skipped_by_table += pending.skipped_by_table;

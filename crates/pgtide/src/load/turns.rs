@@ -1,0 +1,133 @@
+//! Commits in input order, so that of two rows with one key the first is
+//! loaded and the second rejected whatever the worker count, as one COPY
+//! would decide (`--rejects`, `--workers` above 1, a table with a unique
+//! or exclusion index).
+//!
+//! Chunks load side by side as before; only their `COMMIT`s wait, each
+//! until every earlier chunk is over (`order.rs`). Waiting must not
+//! deadlock: when a later chunk inserted a key first, the earlier chunk's
+//! insert of it waits for the later transaction on the server, while the
+//! later one waits for the earlier one's turn here. So a waiting chunk
+//! asks the server now and then whether its transaction blocks an earlier
+//! chunk's, directly or through other backends of the load
+//! (`pg_blocking_pids`); if so it gives way: its connection is closed
+//! (the server rolls the transaction back) and the chunk is sent again on
+//! a new one, where its turn to commit comes after the earlier chunk.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_postgres::Client;
+
+use super::order::Order;
+
+/// Whether the transaction of backend `$1` blocks one of the backends
+/// `$3` (earlier chunks), directly or through those of `$2` (every
+/// backend of the load).
+const BLOCKS_EARLIER_SQL: &str = "\
+    WITH RECURSIVE blocked(pid) AS ( \
+        SELECT p FROM unnest($2::int4[]) AS p WHERE $1 = ANY (pg_catalog.pg_blocking_pids(p)) \
+      UNION \
+        SELECT p FROM unnest($2::int4[]) AS p, blocked \
+        WHERE blocked.pid = ANY (pg_catalog.pg_blocking_pids(p)) \
+    ) SELECT EXISTS (SELECT 1 FROM blocked WHERE pid = ANY ($3::int4[]))";
+
+/// The longest pause between two questions to the server while a chunk
+/// waits for its turn (the first comes after 5 ms).
+const MAX_PAUSE: Duration = Duration::from_millis(100);
+
+/// The turns of one load's chunks, and which backend holds which chunk.
+pub(crate) struct Turns {
+    order: Order,
+    /// Backend pid -> the chunk its open transaction loads.
+    holders: Mutex<HashMap<i32, u64>>,
+}
+
+/// A loader's place in the turns: the chunk it loads now.
+#[derive(Clone)]
+pub(crate) struct Turn {
+    pub turns: Arc<Turns>,
+    pub seq: u64,
+}
+
+impl Turns {
+    /// Turns from chunk 0.
+    pub fn new() -> Turns {
+        Turns {
+            order: Order::new(),
+            holders: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Backend `pid` began a transaction for chunk `seq`.
+    pub fn began(&self, pid: i32, seq: u64) {
+        self.holders.lock().expect("turns").insert(pid, seq);
+    }
+
+    /// Chunk `seq` is over (`ok`: committed or rejected; otherwise failed,
+    /// which lets every later chunk commit: the load stops anyway).
+    pub fn over(&self, seq: u64, ok: bool) {
+        self.holders.lock().expect("turns").retain(|_, s| *s != seq);
+        match ok {
+            true => self.order.finished(seq),
+            false => self.order.failed(seq),
+        }
+    }
+
+    /// Waits until chunk `seq`, whose open transaction runs on `client`
+    /// (backend `pid`), may commit: `Ok(true)`. `Ok(false)`: it blocks an
+    /// earlier chunk and must give way (roll back and load again).
+    pub async fn wait(
+        &self,
+        client: &Client,
+        pid: i32,
+        seq: u64,
+    ) -> Result<bool, tokio_postgres::Error> {
+        let turn = self.order.wait(seq);
+        tokio::pin!(turn);
+        let mut pause = Duration::from_millis(5);
+        loop {
+            tokio::select! {
+                _ = &mut turn => return Ok(true),
+                () = tokio::time::sleep(pause) => {}
+            }
+            pause = (pause * 2).min(MAX_PAUSE);
+            let (all, earlier): (Vec<i32>, Vec<i32>) = {
+                let holders = self.holders.lock().expect("turns");
+                let all = holders.keys().copied().filter(|&p| p != pid).collect();
+                let earlier = holders
+                    .iter()
+                    .filter(|&(&p, &s)| p != pid && s < seq)
+                    .map(|(&p, _)| p)
+                    .collect();
+                (all, earlier)
+            };
+            if earlier.is_empty() {
+                continue;
+            }
+            let row = client
+                .query_one(BLOCKS_EARLIER_SQL, &[&pid, &all, &earlier])
+                .await?;
+            if row.get::<_, bool>(0) {
+                return Ok(false);
+            }
+        }
+    }
+}
+
+/// Whether the table `table` (SQL, quoted) has a unique or exclusion
+/// index, on itself or on a partition: only then can a row's fate depend
+/// on another chunk's rows.
+pub(super) async fn needed(client: &Client, table: &str) -> crate::error::Result<bool> {
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_index i \
+             WHERE (i.indisunique OR i.indisexclusion) \
+               AND (i.indrelid = pg_catalog.to_regclass($1) OR i.indrelid IN \
+                    (SELECT relid FROM pg_catalog.pg_partition_tree(pg_catalog.to_regclass($1)))))",
+            &[&table],
+        )
+        .await?;
+    Ok(row.get(0))
+}
