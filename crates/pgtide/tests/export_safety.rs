@@ -146,3 +146,41 @@ async fn files_links_fifos_and_queries_are_treated_as_psql_would() {
         );
     }
 }
+
+/// A query that writes (`DELETE .. RETURNING`) commits only once its rows
+/// are in place: an export that cannot write them (a full disk) deletes
+/// nothing; one that can deletes them and keeps them in the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writing_query_commits_only_with_its_output() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute(
+            "CREATE TABLE victim (id int, v text);
+             INSERT INTO victim SELECT g, repeat('v', 100) FROM generate_series(1, 5000) g",
+        )
+        .await
+        .unwrap();
+    let count = || async {
+        let n: i64 = db
+            .client
+            .query_one("SELECT count(*) FROM victim", &[])
+            .await
+            .unwrap()
+            .get(0);
+        n
+    };
+    let delete = || What::Query("DELETE FROM victim WHERE id > 1000 RETURNING *".into());
+    let full = export(&db, delete(), Path::new("/dev/full")).await;
+    assert!(full.is_err(), "a full disk is an error");
+    assert_eq!(
+        count().await,
+        5000,
+        "the rows of a failed export are not deleted"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("deleted.csv");
+    assert_eq!(export(&db, delete(), &out).await.unwrap(), 4000);
+    assert_eq!(count().await, 1000);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(text.lines().count(), 4000);
+}

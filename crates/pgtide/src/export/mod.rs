@@ -261,6 +261,15 @@ pub async fn run(
             (jobs, clients, Some(snap), opts.workers)
         }
     };
+    // A query may write (`DELETE .. RETURNING`): it runs in a transaction
+    // that commits only once its rows are in place, so an export that
+    // fails (a full disk, Ctrl-C) changes nothing.
+    let in_transaction = plan.table.is_none();
+    if in_transaction {
+        if let Some((client, _)) = clients.first() {
+            client.batch_execute("BEGIN").await?;
+        }
+    }
     let framed = snapshot.is_some() && binary;
     if framed {
         let mut header = Vec::new();
@@ -269,7 +278,7 @@ pub async fn run(
             return Err(output.failure().await);
         }
     }
-    let received = match parallel::pump(jobs, clients, &output, progress.clone()).await {
+    let (received, clients) = match parallel::pump(jobs, clients, &output, progress.clone()).await {
         Ok(r) => r,
         Err(PumpError::Output) => return Err(output.failure().await),
         Err(PumpError::Interrupted) => {
@@ -289,6 +298,9 @@ pub async fn run(
         }
     }
     let written = output.finish().await?;
+    if in_transaction {
+        commit_query(&clients, &opts.output).await?;
+    }
     drop(snapshot);
     Ok(ExportReport {
         rows: received.rows,
@@ -373,6 +385,32 @@ async fn plan(client: &tokio_postgres::Client, opts: &ExportOptions) -> Result<P
             })
         }
     }
+}
+
+/// Commits the transaction a query ran in, once its output is in place;
+/// if that fails, the output (a file) is removed, since its rows were
+/// undone.
+async fn commit_query(
+    clients: &[(tokio_postgres::Client, crate::conn::Wire)],
+    output: &str,
+) -> Result<()> {
+    let done = match clients.first() {
+        Some((client, _)) => client.batch_execute("COMMIT").await.map_err(Error::from),
+        None => Err(Error::bug("the query's connection is gone")),
+    };
+    if let Err(e) = done {
+        if output != "-" {
+            let _ = std::fs::remove_file(output);
+        }
+        return Err(e.with_hint(format!(
+            "the query's transaction did not commit, so what it changed is undone{}",
+            match output {
+                "-" => " (its rows went to stdout all the same)",
+                _ => " and the output was removed",
+            }
+        )));
+    }
+    Ok(())
 }
 
 /// The query without surrounding blanks and trailing semicolons (COPY

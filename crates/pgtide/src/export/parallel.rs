@@ -51,7 +51,7 @@ pub enum PumpError {
 const STOP_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Aborts the worker tasks if the pump returns early.
-struct Tasks(Vec<JoinHandle<()>>);
+struct Tasks(Vec<JoinHandle<(Client, Wire)>>);
 
 impl Drop for Tasks {
     fn drop(&mut self) {
@@ -62,13 +62,15 @@ impl Drop for Tasks {
 }
 
 /// Runs `jobs` on `clients` (each client, with its [`Wire`], takes the
-/// next job when free) and writes their bytes to `output` in job order.
+/// next job when free) and writes their bytes to `output` in job order;
+/// gives the clients back when every job is done (a query's transaction
+/// commits on its client once the output is in place).
 pub async fn pump(
     jobs: Vec<Job>,
     clients: Vec<(Client, Wire)>,
     output: &Output,
     progress: Arc<Progress>,
-) -> std::result::Result<Received, PumpError> {
+) -> std::result::Result<(Received, Vec<(Client, Wire)>), PumpError> {
     let window = clients.len() + WINDOW_EXTRA;
     let (job_tx, job_rx) = async_channel::unbounded::<(Job, mpsc::Sender<Piece>)>();
     let mut tasks = Tasks(Vec::new());
@@ -89,6 +91,7 @@ pub async fn pump(
                     Err(_) => break,
                 }
             }
+            (client, wire)
         }));
     }
     drop(job_rx);
@@ -148,6 +151,12 @@ pub async fn pump(
             }
         }
     }
-    drop(tasks);
-    Ok(total)
+    drop(job_tx);
+    let mut clients = Vec::new();
+    for task in std::mem::take(&mut tasks.0) {
+        if let Ok(client) = task.await {
+            clients.push(client);
+        }
+    }
+    Ok((total, clients))
 }

@@ -76,8 +76,8 @@ pub(super) async fn check(
             .with_hint(
                 "row count or row hash differ: rows already in the target (use --truncate), \
                  triggers or defaults on the target, or writes to it during the copy; values \
-                 whose text differs between the servers (money, different column \
-                 types) also count as different",
+                 whose text differs between the servers (different column types) \
+                 also count as different",
             ),
         ),
     }

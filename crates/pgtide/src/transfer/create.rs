@@ -228,6 +228,9 @@ fn dump(pg_dump: &Path, from: &Target, tables: &[QualifiedName], section: &str) 
         "--no-tablespaces",
         "--no-security-labels",
         "--strict-names",
+        // The script goes to the target through a UTF-8 session, whatever
+        // the source database's encoding (non-ASCII names, defaults).
+        "--encoding=UTF8",
     ]);
     for t in tables {
         // A pattern in double quotes matches exactly (no case folding,

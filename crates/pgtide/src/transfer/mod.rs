@@ -54,11 +54,20 @@ pub use report::{CreatedReport, TableReport, TransferReport, Verified};
 
 /// Settings of every copy connection, so that text COPY reads back what
 /// it wrote whatever the servers' or roles' defaults: ISO dates,
-/// postgres-style intervals, floats printed exactly, and XML read as
+/// postgres-style intervals, floats printed exactly, XML read as
 /// content (a fragment is valid xml; `xmloption = document` refuses it),
-/// as pg_restore sets it.
+/// as pg_restore sets it; `money` printed and read in the C locale (each
+/// side's own `lc_monetary` would read `12,50 €` as 1250), which keeps
+/// its stored amount as a binary copy would; `NULL` in an array read as
+/// NULL (`array_nulls = off` reads it as the string).
 const TARGET_SESSION: &str = "SET DateStyle = ISO, YMD; SET IntervalStyle = postgres; \
-     SET extra_float_digits = 3; SET xmloption = content";
+     SET extra_float_digits = 3; SET xmloption = content; SET lc_monetary = 'C'; \
+     SET array_nulls = on";
+
+/// Added to the source's settings: rows that a row-level security
+/// policy hides from the source role make the copy fail, as in pg_dump,
+/// instead of leaving them out unsaid.
+const WHOLE_TABLES: &str = "SET row_security = off";
 
 /// Added to the source's settings when a copied column is of a reg*
 /// type: an empty `search_path`, so that its values (`regclass`,
@@ -105,8 +114,8 @@ pub async fn run(
         .collect();
     let names_objects = plans.iter().any(|p| p.names_objects);
     let source_session = match names_objects {
-        true => format!("{TARGET_SESSION}; {QUALIFIED_NAMES}"),
-        false => TARGET_SESSION.to_owned(),
+        true => format!("{TARGET_SESSION}; {WHOLE_TABLES}; {QUALIFIED_NAMES}"),
+        false => format!("{TARGET_SESSION}; {WHOLE_TABLES}"),
     };
     let mut snap = snapshot::open(from, &tables, opts.workers, &source_session)
         .await

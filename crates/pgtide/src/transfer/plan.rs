@@ -76,7 +76,10 @@ pub(super) async fn table_names(
     let mut names = opts.tables.clone();
     for schema in &opts.schemas {
         let rows = src
-            .query(include_str!("../../sql/transfer_schema.sql"), &[schema])
+            .query(
+                include_str!("../../sql/transfer_schema.sql"),
+                &[schema, &opts.schemas],
+            )
             .await?;
         if rows.is_empty() {
             return Err(

@@ -13,10 +13,10 @@
 //!
 //! The hash is over each row's *text* form, so it equals only when both
 //! servers print the same values the same way. Both sessions set
-//! DateStyle, IntervalStyle, TimeZone, extra_float_digits and
-//! bytea_output alike, and, when a column is of a reg* type, an empty
-//! search_path (their names print schema-qualified). Known limits:
-//! `money` prints by each server's lc_monetary; a column whose type
+//! DateStyle, IntervalStyle, TimeZone, extra_float_digits, bytea_output
+//! and lc_monetary (`money`) alike, and, when a column is of a reg* type,
+//! an empty search_path (their names print schema-qualified). Known
+//! limits: a column whose type
 //! differs between the sides (integer vs bigint prints the same;
 //! numeric(10,2) vs numeric does not when scales differ) may differ in
 //! text though the values are equal; and a type
@@ -30,7 +30,8 @@ use crate::error::Result;
 
 /// Session settings that make both servers print values alike.
 pub const SESSION: &str = "SET DateStyle = ISO, YMD; SET IntervalStyle = postgres; \
-     SET TimeZone = 'UTC'; SET extra_float_digits = 3; SET bytea_output = hex";
+     SET TimeZone = 'UTC'; SET extra_float_digits = 3; SET bytea_output = hex; \
+     SET lc_monetary = 'C'";
 
 /// Count and hash of one table on one server.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -233,3 +233,111 @@ async fn a_partition_named_beside_its_parent_is_refused() {
     assert!(r.failure.is_none(), "{:?}", r.failure);
     assert_eq!(r.rows, 2000);
 }
+
+/// A source role that a row-level security policy shows only some rows
+/// fails the copy (the source reads with `row_security = off`, as
+/// pg_dump does): once it copied the subset, and `--verify`, reading
+/// under the same policy, agreed.
+#[tokio::test]
+async fn rows_hidden_by_row_level_security_fail_the_copy() {
+    let (src, dst) = pair().await;
+    both(&src, &dst, "CREATE TABLE owned (id int, tenant int)").await;
+    src.client
+        .batch_execute(
+            "CREATE ROLE owner1 LOGIN PASSWORD 'owner1-pw';
+             ALTER TABLE owned OWNER TO owner1;
+             INSERT INTO owned SELECT g, g % 3 FROM generate_series(1, 30) g;
+             ALTER TABLE owned ENABLE ROW LEVEL SECURITY;
+             ALTER TABLE owned FORCE ROW LEVEL SECURITY;
+             CREATE POLICY t ON owned USING (tenant = 0)",
+        )
+        .await
+        .unwrap();
+    let owner = pgtide::conn::Target::parse_with(
+        &format!(
+            "host=127.0.0.1 port={} user=owner1 dbname=postgres password=owner1-pw",
+            src.cluster.port()
+        ),
+        &pgtide::conn::Env::empty(),
+    )
+    .unwrap();
+    let mut o = TransferOptions::new(names(&["public.owned"]));
+    o.verify = true;
+    let run = pgtide::transfer::run(
+        &owner,
+        &dst.target,
+        &o,
+        std::sync::Arc::new(pgtide::progress::Progress::new(1)),
+    )
+    .await;
+    let error = match run {
+        Err(e) => e,
+        Ok(r) => r.failure.expect("the copy fails"),
+    };
+    assert!(error.message().contains("row-level security"), "{error}");
+    let n: i64 = dst
+        .client
+        .query_one("SELECT count(*) FROM owned", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 0, "no subset copied");
+}
+
+/// A target whose `array_nulls` is off would read a NULL element as the
+/// string `NULL` (the copy goes by text across major versions and
+/// whenever a type forces it; `--text` here).
+#[tokio::test]
+async fn null_array_elements_stay_null_whatever_the_targets_array_nulls() {
+    let (src, dst) = pair().await;
+    both(&src, &dst, "CREATE TABLE an (id int, a text[])").await;
+    src.client
+        .batch_execute("INSERT INTO an VALUES (1, ARRAY['x', NULL, 'NULL'])")
+        .await
+        .unwrap();
+    dst.client
+        .batch_execute("ALTER ROLE CURRENT_USER SET array_nulls = off")
+        .await
+        .unwrap();
+    let mut o = TransferOptions::new(names(&["public.an"]));
+    o.force_text = true;
+    copy_ok(&src, &dst, &o).await;
+    let got = texts(
+        &dst.client,
+        "SELECT (a[2] IS NULL)::text || ' ' || (a[3] IS NULL)::text FROM an",
+    )
+    .await;
+    assert_eq!(got, ["true false"]);
+}
+
+/// `--schema S` copies a partition in S whose parent lives in another
+/// schema (it was left out, as if the parent brought its rows).
+#[tokio::test]
+async fn schema_copies_partitions_whose_parent_is_elsewhere() {
+    let (src, dst) = pair().await;
+    let ddl = "CREATE SCHEMA ev; CREATE SCHEMA evp;
+         CREATE TABLE ev.events (k int, v text) PARTITION BY RANGE (k);
+         CREATE TABLE evp.e1 PARTITION OF ev.events FOR VALUES FROM (0) TO (100);
+         CREATE TABLE evp.sub PARTITION OF ev.events FOR VALUES FROM (100) TO (200)
+             PARTITION BY RANGE (k);
+         CREATE TABLE evp.leaf PARTITION OF evp.sub FOR VALUES FROM (100) TO (200);
+         CREATE TABLE evp.plain (a int)";
+    both(&src, &dst, ddl).await;
+    src.client
+        .batch_execute(
+            "INSERT INTO ev.events SELECT g, 'v' FROM generate_series(0, 199) g;
+             INSERT INTO evp.plain VALUES (1)",
+        )
+        .await
+        .unwrap();
+    let mut o = TransferOptions::new(Vec::new());
+    o.schemas = vec!["evp".into()];
+    o.verify = true;
+    copy_ok(&src, &dst, &o).await;
+    let got = texts(
+        &dst.client,
+        "SELECT (SELECT count(*) FROM ev.events)::text || ' ' || (SELECT count(*) FROM evp.plain)::text",
+    )
+    .await;
+    assert_eq!(got, ["200 1"], "e1 and sub (with its leaf) once each");
+}
