@@ -91,9 +91,15 @@ impl Table {
     /// `TRUNCATE` of the rows [`Table::rows_from`] reads: `ONLY`, unless
     /// the table is partitioned.
     pub fn truncate_sql(&self) -> String {
+        format!("TRUNCATE {}", self.truncated())
+    }
+
+    /// The table as `TRUNCATE` names it: with `ONLY` but for a
+    /// partitioned table (whose rows are its partitions').
+    pub fn truncated(&self) -> String {
         match self.kind {
-            'p' => format!("TRUNCATE {}", self.name.quoted()),
-            _ => format!("TRUNCATE ONLY {}", self.name.quoted()),
+            'p' => self.name.quoted(),
+            _ => format!("ONLY {}", self.name.quoted()),
         }
     }
 

@@ -26,6 +26,8 @@ mod formats;
 mod meaning;
 #[path = "copy/options.rs"]
 mod options;
+#[path = "copy/references.rs"]
+mod references;
 #[path = "copy/stopped.rs"]
 mod stopped;
 

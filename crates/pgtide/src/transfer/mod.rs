@@ -30,6 +30,7 @@
 
 mod check;
 pub mod create;
+mod depends;
 mod options;
 mod plan;
 mod pool;
@@ -120,7 +121,12 @@ pub async fn run(
     let mut snap = snapshot::open(from, &tables, opts.workers, &source_session)
         .await
         .map_err(|e| side("the source", e))?;
-    let (plans, blocks) = plan::largest_first(plans, &snap.blocks);
+    let (mut plans, blocks) = plan::largest_first(plans, &snap.blocks);
+    let deps = depends::references(&dst, &mut plans)
+        .await
+        .map_err(|e| side("the target", e))?;
+    let order = depends::referenced_first(&deps);
+    let (plans, blocks, deps) = depends::reorder(plans, blocks, deps, &order);
     let targets = futures_util::future::try_join_all((0..opts.workers).map(|_| async {
         let c = to.connect().await?;
         c.batch_execute(TARGET_SESSION).await?;
@@ -128,13 +134,14 @@ pub async fn run(
     }))
     .await
     .map_err(|e| side("the target", e))?;
-    let jobs = pool::jobs(&plans, &blocks, opts);
+    let jobs = pool::jobs(&plans, (&blocks, &deps), opts);
     let mut ranges = vec![0usize; plans.len()];
     for j in &jobs {
         ranges[j.table] += 1;
     }
     let sources = std::mem::take(&mut snap.workers);
-    let (done, mut failure) = pool::pool(jobs, sources, targets, to, opts, progress.clone()).await;
+    let (done, mut failure) =
+        pool::pool(jobs, (sources, targets), &deps, to, opts, progress.clone()).await;
     let created_oids = created.as_ref().map_or(&[][..], |c| &c.oids[..]);
     let mut reports = report::tables(&plans, &ranges, done, opts.truncate, created_oids);
     let created = match created {

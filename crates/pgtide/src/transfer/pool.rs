@@ -15,7 +15,7 @@
 //! decides what the jobs are and who runs them, and words the failure
 //! (what is on the target, what to run next).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio_postgres::Client;
@@ -28,8 +28,13 @@ use crate::error::{Error, ErrorKind};
 use crate::progress::Progress;
 use crate::snapshot;
 
-/// The jobs, table by table in plan order (largest first).
-pub(super) fn jobs(plans: &[Planned], blocks: &[u64], opts: &TransferOptions) -> Vec<Job> {
+/// The jobs, table by table in plan order (referenced tables first, then
+/// largest first).
+pub(super) fn jobs(
+    plans: &[Planned],
+    (blocks, deps): (&[u64], &[Vec<usize>]),
+    opts: &TransferOptions,
+) -> Vec<Job> {
     let mut out = Vec::new();
     for (i, p) in plans.iter().enumerate() {
         let format = if p.binary { "binary" } else { "text" };
@@ -41,7 +46,7 @@ pub(super) fn jobs(plans: &[Planned], blocks: &[u64], opts: &TransferOptions) ->
             p.columns
         );
         let begin = if opts.truncate {
-            format!("BEGIN; {}", p.target.truncate_sql())
+            format!("BEGIN; {}", super::depends::truncate_sql(plans, deps, i))
         } else {
             "BEGIN".to_owned()
         };
@@ -70,15 +75,24 @@ pub(super) fn jobs(plans: &[Planned], blocks: &[u64], opts: &TransferOptions) ->
 }
 
 /// Runs `jobs` on worker pairs; returns the committed jobs and the first
-/// failure (or the stop request).
+/// failure (or the stop request). A job of table `t` starts once every
+/// job of the tables `deps[t]` committed (`depends.rs`: the rows its
+/// foreign keys reference are there); those come earlier in `jobs`, so
+/// they are running or done when it waits.
 pub(super) async fn pool(
     jobs: Vec<Job>,
-    sources: Vec<(Client, Wire)>,
-    targets: Vec<Client>,
+    (sources, targets): (Vec<(Client, Wire)>, Vec<Client>),
+    deps: &[Vec<usize>],
     to: &Target,
     opts: &TransferOptions,
     progress: Arc<Progress>,
 ) -> (Vec<(Job, Done)>, Option<Error>) {
+    let mut left = vec![0usize; deps.len()];
+    for j in &jobs {
+        left[j.table] += 1;
+    }
+    let left: Arc<Vec<AtomicUsize>> = Arc::new(left.into_iter().map(AtomicUsize::new).collect());
+    let deps: Arc<Vec<Vec<usize>>> = Arc::new(deps.to_vec());
     let (tx, rx) = async_channel::unbounded();
     for j in jobs {
         let _ = tx.try_send(j);
@@ -94,6 +108,7 @@ pub(super) async fn pool(
     for (i, (source, target)) in sources.into_iter().zip(targets).enumerate() {
         let (rx, stop, progress, to) = (rx.clone(), stop.clone(), progress.clone(), to.clone());
         let witness = witness.clone();
+        let (left, deps) = (left.clone(), deps.clone());
         tasks.push(tokio::spawn(async move {
             let mut done = Vec::new();
             let mut failure = None;
@@ -102,8 +117,13 @@ pub(super) async fn pool(
                     break;
                 }
                 let Ok(job) = rx.try_recv() else { break };
+                let stopped = || stop.load(Ordering::Relaxed) || progress.stop_requested();
+                if !referenced_in(&deps[job.table], &left, stopped).await {
+                    break;
+                }
                 match range::run(&source, &target, (&to, witness.as_ref()), &job, &progress).await {
                     Ok(d) => {
+                        left[job.table].fetch_sub(1, Ordering::Relaxed);
                         Progress::add(&progress.rows_loaded, d.rows);
                         if let Some(w) = progress.worker_rows.get(i) {
                             Progress::add(w, d.rows);
@@ -163,6 +183,18 @@ pub(super) async fn pool(
         failure = Some(out.with_source(e));
     }
     (done, failure)
+}
+
+/// Waits until every job of the tables `deps` committed: true; false when
+/// the copy stopped meanwhile.
+async fn referenced_in(deps: &[usize], left: &[AtomicUsize], stopped: impl Fn() -> bool) -> bool {
+    while !deps.iter().all(|&d| left[d].load(Ordering::Relaxed) == 0) {
+        if stopped() {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    true
 }
 
 /// How to finish a copy that stopped halfway.
