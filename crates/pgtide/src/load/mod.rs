@@ -338,6 +338,10 @@ impl Report {
 /// rows flow, the result is a [`Report`] whose `failure` says why it
 /// stopped.
 pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -> Result<Report> {
+    // `--create --resume` takes an existing table only as the one the
+    // first run made (checked below), not as `--create=if-not-exists`.
+    let must_be_ours =
+        opts.resume.is_some() && opts.create.as_ref().is_some_and(|c| !c.if_not_exists);
     let opts = &*resolve::resumed_create(opts);
     let start = Instant::now();
     let found = resolve::find(target, opts).await?;
@@ -362,6 +366,10 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         resuming,
         freeze,
     } = resolve::resolve(target, opts, &found, true).await?;
+    let existed = found.created.as_ref().is_some_and(|c| c.exists);
+    if must_be_ours && existed && !resuming {
+        resolve::refuse_unrelated(&found.control, table).await?;
+    }
     // With --resume its session holds the run's lock (`ledger::guard`)
     // until the load is over.
     let guard = opts.resume.is_some().then_some(found.control);

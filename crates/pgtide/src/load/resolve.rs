@@ -69,6 +69,32 @@ pub(super) fn resumed_create(opts: &LoadOptions) -> Cow<'_, LoadOptions> {
     }
 }
 
+/// `--create --resume` found the table but no committed range of this
+/// input in the ledger: it is the first run's only if it is empty (made,
+/// then stopped before a chunk committed). One with rows is someone
+/// else's table, which `--create` must not load into (nor `--truncate`
+/// empty).
+pub(super) async fn refuse_unrelated(control: &Client, table: &Table) -> Result<()> {
+    let empty: bool = control
+        .query_one(
+            &format!("SELECT NOT EXISTS (SELECT FROM {})", table.name.quoted()),
+            &[],
+        )
+        .await?
+        .get(0);
+    if empty {
+        return Ok(());
+    }
+    Err(Error::config(format!(
+        "table {} already exists, and no earlier run of this input made it",
+        table.name
+    ))
+    .with_hint(
+        "--create --resume loads into the table that its first run created; to load \
+         into this one as it is, use --create=if-not-exists (or drop --create)",
+    ))
+}
+
 /// Checks the options, connects, and reads the target table (or plans
 /// it, `--create`) and the loaded columns.
 pub(super) async fn find(target: &Target, opts: &LoadOptions) -> Result<Found> {
