@@ -52,6 +52,7 @@ mod step;
 mod tally;
 mod turns;
 pub mod upsert;
+mod upsert_rounds;
 mod values;
 mod wire;
 mod wire_answers;

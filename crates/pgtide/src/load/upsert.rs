@@ -101,6 +101,10 @@ pub struct Upsert {
     pub losers_sql: String,
     /// What `update` does with a row whose values are those it has.
     pub unchanged: Unchanged,
+    /// With BEFORE row triggers on INSERT or UPDATE, the merge goes in
+    /// rounds (`upsert_rounds.rs`): this statement merges round `$1`, the
+    /// `$1`th row of every key; `merge_sql` and `losers_sql` are unused.
+    pub rounds_sql: Option<String>,
 }
 
 /// What `--on-conflict update` does with an existing row whose loaded
@@ -141,27 +145,10 @@ impl Unchanged {
         if mode == OnConflict::Skip {
             return Ok(Unchanged::Kept);
         }
-        // pg_partition_tree (PostgreSQL 12+) of a partitioned table lists
-        // the table itself too, but of a plain table nothing.
-        let rels = if major >= 12 {
-            "SELECT $1::oid UNION SELECT relid FROM pg_partition_tree($1::oid::regclass)"
-        } else {
-            "SELECT $1::oid"
-        };
         // An UPDATE trigger that sees rows: a row trigger (tgtype:
         // TRIGGER_TYPE_ROW 1 | TRIGGER_TYPE_UPDATE 16), or a statement one
         // with transition tables (its NEW TABLE holds every row updated).
-        // A row trigger of a partitioned parent is cloned onto each
-        // partition (so loading into a partition finds it there): internal
-        // before PostgreSQL 15, with `tgparentid` set (13+). Internal ones
-        // otherwise, cloned or not, are foreign keys', which skip
-        // unchanged keys anyway.
-        let visible = if major >= 13 {
-            "(NOT tgisinternal OR (tgparentid <> 0 AND NOT EXISTS \
-               (SELECT 1 FROM pg_constraint c WHERE c.oid = tgconstraint AND c.contype = 'f')))"
-        } else {
-            "NOT tgisinternal"
-        };
+        let (rels, visible) = (tables_sql(major), triggers_seen_sql(major));
         let sql = format!(
             "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid IN ({rels}) AND {visible} \
                               AND tgtype & 16 = 16 \
@@ -175,6 +162,32 @@ impl Unchanged {
         } else {
             Unchanged::Kept
         })
+    }
+}
+
+/// The table `$1` and, when it is partitioned, its partitions: a
+/// subquery of OIDs. pg_partition_tree (PostgreSQL 12+) of a partitioned
+/// table lists the table itself too, but of a plain table nothing.
+pub(super) fn tables_sql(major: u32) -> &'static str {
+    if major >= 12 {
+        "SELECT $1::oid UNION SELECT relid FROM pg_partition_tree($1::oid::regclass)"
+    } else {
+        "SELECT $1::oid"
+    }
+}
+
+/// The condition on a `pg_trigger` row that the trigger is the user's
+/// (and sees rows). A row trigger of a partitioned parent is cloned onto
+/// each partition (so loading into a partition finds it there): internal
+/// before PostgreSQL 15, with `tgparentid` set (13+). Internal ones
+/// otherwise, cloned or not, are foreign keys', which see no row's
+/// values.
+pub(super) fn triggers_seen_sql(major: u32) -> &'static str {
+    if major >= 13 {
+        "(NOT tgisinternal OR (tgparentid <> 0 AND NOT EXISTS \
+           (SELECT 1 FROM pg_constraint c WHERE c.oid = tgconstraint AND c.contype = 'f')))"
+    } else {
+        "NOT tgisinternal"
     }
 }
 
@@ -206,10 +219,10 @@ impl Merged {
 }
 
 /// A unique index of the target that `ON CONFLICT` can use.
-struct UniqueKey {
+pub(super) struct UniqueKey {
     primary: bool,
-    columns: Vec<String>,
-    nulls_not_distinct: bool,
+    pub(super) columns: Vec<String>,
+    pub(super) nulls_not_distinct: bool,
     /// Per column, the index's collation as SQL names it (empty for a
     /// type without one): the equality the conflicts follow, which may
     /// not be the column's own (an index on `email COLLATE ci`).
@@ -227,7 +240,7 @@ impl UniqueKey {
     /// [`UniqueKey::compared`], each column qualified by `alias.` (none
     /// when empty): in a SELECT whose output names the key's columns, a
     /// bare name in ORDER BY or DISTINCT ON means the output column.
-    fn compared_in(&self, alias: &str) -> Vec<String> {
+    pub(super) fn compared_in(&self, alias: &str) -> Vec<String> {
         let dot = if alias.is_empty() { "" } else { "." };
         self.columns
             .iter()
@@ -328,6 +341,9 @@ pub async fn resolve(
     }
     let loaded: Vec<String> = columns.iter().map(|c| quote(&c.name)).collect();
     let same = Unchanged::resolve(client, table, mode, major).await?;
+    let rounds = super::upsert_rounds::needed(client, table, major)
+        .await?
+        .then(|| super::upsert_rounds::rounds_sql(table, &loaded, chosen, (mode, same)));
     Ok(Upsert {
         mode,
         key: chosen.columns.clone(),
@@ -342,6 +358,7 @@ pub async fn resolve(
         merge_sql: merge_sql(table, &loaded, chosen, mode, same),
         losers_sql: losers_sql(table, &loaded, chosen, mode),
         unchanged: same,
+        rounds_sql: rounds,
     })
 }
 
@@ -355,7 +372,6 @@ fn merge_sql(
 ) -> String {
     let keys: Vec<String> = key.columns.iter().map(|k| quote(k)).collect();
     let cols = loaded.join(", ");
-    let keys_list = keys.join(", ");
     let direction = mode.winner_first();
     // A key is inserted as its first row spells it (`1.0` before `1.00`,
     // `a` before `A` under a case-insensitive collation), with the
@@ -397,6 +413,20 @@ fn merge_sql(
             any_null.join(" OR ")
         )
     };
+    merge_from(table, loaded, key, (mode, same), &staged)
+}
+
+/// The merge of the rows `staged` (a query over the stage, at most one
+/// row per key) into the target; answers (inserted, merged, staged).
+pub(super) fn merge_from(
+    table: &Table,
+    loaded: &[String],
+    key: &UniqueKey,
+    (mode, same): (OnConflict, Unchanged),
+    staged: &str,
+) -> String {
+    let keys: Vec<String> = key.columns.iter().map(|k| quote(k)).collect();
+    let (cols, keys_list) = (loaded.join(", "), keys.join(", "));
     let updates: Vec<&String> = loaded.iter().filter(|c| !keys.contains(c)).collect();
     let action = match mode {
         OnConflict::Update if !updates.is_empty() => {
@@ -431,7 +461,7 @@ fn merge_sql(
 
 /// ` WHERE` no key column is NULL: the rows that can conflict (all of
 /// them, and so no filter, for a `NULLS NOT DISTINCT` key).
-fn no_null_key(key: &UniqueKey, quoted: &[String]) -> String {
+pub(super) fn no_null_key(key: &UniqueKey, quoted: &[String]) -> String {
     if key.nulls_not_distinct {
         return String::new();
     }

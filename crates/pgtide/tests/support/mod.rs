@@ -288,6 +288,17 @@ impl Db {
     }
 }
 
+/// The first column of every row of `sql`, as text, in order.
+pub async fn texts(client: &Client, sql: &str) -> Vec<String> {
+    client
+        .query(sql, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
 /// Tables `a` and `b` hold the same rows (`EXCEPT ALL` both ways). Rows
 /// are compared as text: stricter than `=` (numeric 1.50 = 1.5, float
 /// -0 = 0) and works for types without equality (json, point).

@@ -33,6 +33,21 @@ impl Loader {
                 .map_err(BatchError::plain)?;
             self.send_rows(batch).await?
         };
+        if let Some(rounds) = &upsert.rounds_sql {
+            // Each row through the triggers (`load/upsert_rounds.rs`).
+            for round in 1i64.. {
+                let row = self
+                    .client
+                    .query_one(rounds.as_str(), &[&round])
+                    .await
+                    .map_err(BatchError::plain)?;
+                if row.get::<_, i64>(2) == 0 {
+                    break;
+                }
+                self.merged_now.add(crate::load::upsert::merged(&row));
+            }
+            return Ok(rows);
+        }
         let row = self
             .client
             .query_one(upsert.merge_sql.as_str(), &[])

@@ -1,0 +1,79 @@
+//! `--on-conflict` into a table with BEFORE row triggers: every row of
+//! the file meets them as one `INSERT .. ON CONFLICT` per row would,
+//! whatever the chunk size (`load/upsert_rounds.rs`). The merge used to
+//! keep one row per key: a trigger that dropped that row threw the
+//! earlier rows' update away, and an UPDATE trigger that counts fired
+//! once per key and chunk (outside testing).
+
+mod support;
+
+use std::sync::Arc;
+
+use pgtide::copyopts::CopyFormat;
+use pgtide::ident::QualifiedName;
+use pgtide::load::upsert::OnConflict;
+use pgtide::load::{self, LoadOptions};
+use pgtide::progress::Progress;
+use support::{texts, Compress, Db};
+
+async fn load(db: &Db, data: &[u8], table: &str, columns: &[&str], chunk: usize) {
+    let input = db.file(data, Compress::None);
+    let mut o = LoadOptions::new(
+        vec![input.to_str().unwrap().into()],
+        QualifiedName::parse(table).unwrap(),
+        CopyFormat::Csv,
+    );
+    o.on_conflict = Some(OnConflict::Update);
+    o.columns = Some(columns.iter().map(|c| c.to_string()).collect());
+    o.chunk_bytes = chunk;
+    let r = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+        .await
+        .unwrap();
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+}
+
+#[tokio::test]
+async fn each_row_meets_the_before_triggers_whatever_the_chunks() {
+    let db = Db::start().await;
+    // A row the trigger drops leaves the earlier rows of its key applied.
+    db.client
+        .batch_execute(
+            "CREATE FUNCTION drop0() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN IF NEW.v = 0 THEN RETURN NULL; END IF; RETURN NEW; END $$;
+             CREATE FUNCTION count_updates() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN NEW.n := OLD.n + 1; RETURN NEW; END $$;",
+        )
+        .await
+        .unwrap();
+    // Padding rows so that small chunks part the rows of key 1.
+    let pad: String = (100..400).map(|i| format!("{i},p\n")).collect();
+    for (run, chunk) in [4 << 20, 1024].into_iter().enumerate() {
+        let (tr, tu) = (format!("tr{run}"), format!("tu{run}"));
+        db.client
+            .batch_execute(&format!(
+                "CREATE TABLE {tr} (k int PRIMARY KEY, v int);
+                 CREATE TRIGGER bi BEFORE INSERT ON {tr} FOR EACH ROW EXECUTE FUNCTION drop0();
+                 INSERT INTO {tr} VALUES (1, 10), (2, 10);
+                 CREATE TABLE {tu} (k int PRIMARY KEY, v text, n int DEFAULT 0);
+                 CREATE TRIGGER bu BEFORE UPDATE ON {tu} FOR EACH ROW EXECUTE FUNCTION count_updates();
+                 INSERT INTO {tu} VALUES (1, 'x', 0);"
+            ))
+            .await
+            .unwrap();
+        load(&db, b"1,20\n1,0\n2,30\n3,0\n3,7\n", &tr, &["k", "v"], chunk).await;
+        let got = texts(
+            &db.client,
+            &format!("SELECT k || '=' || v FROM {tr} ORDER BY k"),
+        )
+        .await;
+        assert_eq!(got, ["1=20", "2=30", "3=7"], "chunk {chunk}");
+        let file = format!("1,a\n{pad}1,b\n1,c\n");
+        load(&db, file.as_bytes(), &tu, &["k", "v"], chunk).await;
+        let got = texts(
+            &db.client,
+            &format!("SELECT v || ' ' || n FROM {tu} WHERE k = 1"),
+        )
+        .await;
+        assert_eq!(got, ["c 3"], "chunk {chunk}: one update per row");
+    }
+}
