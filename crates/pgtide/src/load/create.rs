@@ -108,12 +108,15 @@ pub fn report(plan: &CreatePlan, report: &mut Report) {
         plan.rows_sampled
     ));
     report.notes.extend(plan.renames());
+    // A value that does not fit its column's type (not a row with too
+    // many or too few fields, 22P04, which no --type mends).
     let data_error = report.failure.as_ref().is_some_and(|e| {
-        e.kind() == crate::ErrorKind::Server && e.sqlstate().is_some_and(|s| s.starts_with("22"))
+        e.kind() == crate::ErrorKind::Server
+            && e.sqlstate().is_some_and(|s| s.starts_with("22") && s != "22P04")
     });
-    if data_error {
-        let column = report.failed_row.as_ref().and_then(|r| r.column.as_deref());
-        let hint = create::failure_hint(plan, column, rolled_back);
+    let column = report.failed_row.as_ref().and_then(|r| r.column.as_deref());
+    if let (true, Some(column)) = (data_error, column) {
+        let hint = create::failure_hint(plan, Some(column), rolled_back);
         report.failure = report.failure.take().map(|e| e.with_hint(hint));
     }
 }
