@@ -112,7 +112,8 @@ pub fn report(plan: &CreatePlan, report: &mut Report) {
     // many or too few fields, 22P04, which no --type mends).
     let data_error = report.failure.as_ref().is_some_and(|e| {
         e.kind() == crate::ErrorKind::Server
-            && e.sqlstate().is_some_and(|s| s.starts_with("22") && s != "22P04")
+            && e.sqlstate()
+                .is_some_and(|s| s.starts_with("22") && s != "22P04")
     });
     let column = report.failed_row.as_ref().and_then(|r| r.column.as_deref());
     if let (true, Some(column)) = (data_error, column) {

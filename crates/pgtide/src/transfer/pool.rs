@@ -168,8 +168,19 @@ pub(super) async fn pool(
             true => "nothing of the others but the one in doubt",
             false => "nothing of the others",
         };
+        // A value the target refuses, a missing referenced row, a feature
+        // it lacks: running again meets the same error.
+        let same_again = e
+            .sqlstate()
+            .is_some_and(|s| s.starts_with("22") || s == "23503" || s == "0A000");
+        let first = match same_again {
+            true => {
+                "the error comes with the rows or the target's definitions, so mend that, then "
+            }
+            false => "",
+        };
         let rest = format!(
-            "the ranges listed as committed are on the target, {others}; {}",
+            "the ranges listed as committed are on the target, {others}; {first}{}",
             again(opts)
         );
         let hint = match e.hint() {
