@@ -116,6 +116,22 @@ impl Turns {
     }
 }
 
+/// Held by a worker while it loads chunk `seq`: if the worker panics,
+/// the chunk is over (failed), so that later chunks do not wait for its
+/// turn forever (the pool reports the panic).
+pub(super) struct OnPanic {
+    pub turns: Arc<Turns>,
+    pub seq: u64,
+}
+
+impl Drop for OnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.turns.over(self.seq, false);
+        }
+    }
+}
+
 /// Whether the table `table` (SQL, quoted) has a unique or exclusion
 /// index, on itself or on a partition: only then can a row's fate depend
 /// on another chunk's rows.

@@ -18,7 +18,7 @@ use super::outcome::Failed;
 use super::reconnect::load_reconnecting;
 use super::row_error::line_ending_error;
 use super::tally::{failed_chunk, isolated};
-use super::turns::Turn;
+use super::turns::{OnPanic, Turn};
 use crate::chunk::Chunk;
 use crate::error::{classify, Class, Error};
 use crate::progress::Progress;
@@ -71,6 +71,10 @@ pub(super) async fn work(
         if let Some(r) = &ctx.resume {
             loader.set_mark(r.mark(&chunk.input, &chunk.data, chunk.first_byte));
         }
+        let _on_panic = ctx.turns.clone().map(|turns| OnPanic {
+            turns,
+            seq: chunk.seq,
+        });
         if let Some(turns) = &ctx.turns {
             loader.set_turn(Some(Turn {
                 turns: turns.clone(),
