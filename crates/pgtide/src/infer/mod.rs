@@ -93,6 +93,9 @@ pub struct ColumnStats {
     floaty: bool,
     int_digits: u32,
     scale: u32,
+    /// The smallest scale seen: `numeric(p, s)` only when every number
+    /// has `s` digits after the point (it would print `1.5` as `1.50`).
+    min_scale: u32,
     /// Numbers seen (NaN and infinities are not evidence on their own).
     numbers: u64,
     /// Non-NULL values seen.
@@ -114,6 +117,7 @@ impl Default for ColumnStats {
             floaty: false,
             int_digits: 0,
             scale: 0,
+            min_scale: u32::MAX,
             numbers: 0,
             values: 0,
             nulls: 0,
@@ -152,6 +156,7 @@ impl ColumnStats {
             self.numbers += 1;
             self.int_digits = self.int_digits.max(c.int_digits);
             self.scale = self.scale.max(c.scale);
+            self.min_scale = self.min_scale.min(c.scale);
         }
     }
 
@@ -192,7 +197,11 @@ impl ColumnStats {
             SqlType::Double
         } else if has(NUMERIC) {
             let p = self.int_digits.max(1) + self.scale;
-            let exact = complete && !self.floaty && self.scale > 0 && p <= 1000;
+            let exact = complete
+                && !self.floaty
+                && self.scale > 0
+                && self.min_scale == self.scale
+                && p <= 1000;
             SqlType::Numeric(exact.then_some((p, self.scale)))
         } else if has(FLOAT8) {
             SqlType::Double

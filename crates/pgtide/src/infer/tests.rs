@@ -27,8 +27,14 @@ fn ids_with_leading_zeros_stay_text() {
 #[test]
 fn decimals_are_numeric_and_exact_only_when_complete() {
     assert_eq!(all(&["1.5", "2", "-3.25"]), SqlType::Numeric(None));
+    // Exact only when every value has the scale: numeric(4, 2) would
+    // print 1.5 as 1.50.
     assert_eq!(
         t(&[Some("1.5"), Some("12"), Some("-3.25")], true),
+        SqlType::Numeric(None)
+    );
+    assert_eq!(
+        t(&[Some("1.50"), Some("12.00"), Some("-3.25")], true),
         SqlType::Numeric(Some((4, 2)))
     );
     assert_eq!(t(&[Some("0.001")], true), SqlType::Numeric(Some((4, 3))));
