@@ -54,6 +54,14 @@ impl Snapshot {
     }
 }
 
+/// Turns off the session's `idle_in_transaction_session_timeout` and, on
+/// PostgreSQL 17+, its `transaction_timeout`: for a transaction that
+/// waits on the client (a snapshot held for a run, an export's query
+/// held open until its file is in place).
+pub const NO_TIMEOUTS: &str = "SET idle_in_transaction_session_timeout = 0; \
+     SELECT pg_catalog.set_config('transaction_timeout', '0', false) \
+     WHERE pg_catalog.current_setting('server_version_num')::int >= 170000";
+
 /// Opens the coordinator's snapshot on `tables` (each quoted, with its
 /// `oid`) and `workers` connections that import it. `session` (may be
 /// empty) runs on every connection first, e.g. `SET DateStyle = ISO`.
@@ -70,11 +78,7 @@ pub async fn open(
     workers: usize,
     session: &str,
 ) -> Result<Snapshot> {
-    let session = format!(
-        "SET idle_in_transaction_session_timeout = 0; \
-         SELECT pg_catalog.set_config('transaction_timeout', '0', false) \
-         WHERE pg_catalog.current_setting('server_version_num')::int >= 170000; {session}"
-    );
+    let session = format!("{NO_TIMEOUTS}; {session}");
     let session = session.as_str();
     let coordinator = target.connect().await?;
     coordinator.batch_execute(session).await?;

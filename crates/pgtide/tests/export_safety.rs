@@ -183,4 +183,40 @@ async fn a_writing_query_commits_only_with_its_output() {
     assert_eq!(count().await, 1000);
     let text = std::fs::read_to_string(&out).unwrap();
     assert_eq!(text.lines().count(), 4000);
+
+    // A COMMIT that fails (a deferred foreign key) undoes the query and
+    // leaves the file that was there as it was.
+    db.client
+        .batch_execute(
+            "CREATE TABLE q (id int PRIMARY KEY);
+             CREATE TABLE qd (id int, ref int REFERENCES q DEFERRABLE INITIALLY DEFERRED)",
+        )
+        .await
+        .unwrap();
+    let kept = dir.path().join("kept.csv");
+    std::fs::write(&kept, "PRECIOUS\n").unwrap();
+    let insert = What::Query("INSERT INTO qd VALUES (1, 999) RETURNING *".into());
+    let e = export(&db, insert, &kept)
+        .await
+        .expect_err("the commit fails");
+    assert!(e.hint().unwrap_or("").contains("left as it was"), "{e:?}");
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "PRECIOUS\n");
+    let n: i64 = db
+        .client
+        .query_one("SELECT count(*) FROM qd", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 0);
+    let partials = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|f| {
+            f.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains("partial")
+        })
+        .count();
+    assert_eq!(partials, 0, "no partial file left");
 }

@@ -267,7 +267,10 @@ pub async fn run(
     let in_transaction = plan.table.is_none();
     if in_transaction {
         if let Some((client, _)) = clients.first() {
-            client.batch_execute("BEGIN").await?;
+            // The transaction waits on the writer at its end: no role's
+            // timeout may end it then.
+            let begin = format!("BEGIN; {}", snapshot::NO_TIMEOUTS);
+            client.batch_execute(&begin).await?;
         }
     }
     let framed = snapshot.is_some() && binary;
@@ -297,10 +300,14 @@ pub async fn run(
             return Err(output.failure().await);
         }
     }
-    let written = output.finish().await?;
-    if in_transaction {
-        commit_query(&clients, &opts.output).await?;
-    }
+    let written = match in_transaction {
+        true => {
+            let renamed = output.renamed();
+            let commit = commit_query(&clients, &opts.output, renamed);
+            output.finish_after(commit).await?
+        }
+        false => output.finish().await?,
+    };
     drop(snapshot);
     Ok(ExportReport {
         rows: received.rows,
@@ -387,30 +394,32 @@ async fn plan(client: &tokio_postgres::Client, opts: &ExportOptions) -> Result<P
     }
 }
 
-/// Commits the transaction a query ran in, once its output is in place;
-/// if that fails, the output (a file) is removed, since its rows were
-/// undone.
+/// Commits the transaction a query ran in, once its output is written
+/// (and before a file takes its name: `Output::finish_after`, which
+/// removes the partial file when this fails). `renamed`: the output is
+/// such a file; otherwise its reader has the rows already.
 async fn commit_query(
     clients: &[(tokio_postgres::Client, crate::conn::Wire)],
     output: &str,
+    renamed: bool,
 ) -> Result<()> {
     let done = match clients.first() {
         Some((client, _)) => client.batch_execute("COMMIT").await.map_err(Error::from),
         None => Err(Error::bug("the query's connection is gone")),
     };
-    if let Err(e) = done {
-        if output != "-" {
-            let _ = std::fs::remove_file(output);
-        }
-        return Err(e.with_hint(format!(
-            "the query's transaction did not commit, so what it changed is undone{}",
-            match output {
-                "-" => " (its rows went to stdout all the same)",
-                _ => " and the output was removed",
-            }
-        )));
-    }
-    Ok(())
+    done.map_err(|e| {
+        let shown = if output == "-" { "stdout" } else { output };
+        e.with_hint(match renamed {
+            true => format!(
+                "the query's transaction did not commit, so what it changed is undone, \
+                 and {shown} was left as it was"
+            ),
+            false => format!(
+                "the query's transaction did not commit, so what it changed is undone \
+                 (its rows went to {shown} all the same)"
+            ),
+        })
+    })
 }
 
 /// The query without surrounding blanks and trailing semicolons (COPY

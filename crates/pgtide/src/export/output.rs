@@ -124,8 +124,29 @@ impl Output {
     }
 
     /// Flushes, fsyncs and renames `FILE.partial` to `FILE`.
-    pub async fn finish(mut self) -> Result<Written> {
+    pub async fn finish(self) -> Result<Written> {
+        self.finish_after(async { Ok(()) }).await
+    }
+
+    /// Whether the output is a file of its own, written under another name
+    /// and renamed when complete (not stdout, a FIFO or a device, which
+    /// see the bytes as they come).
+    pub fn renamed(&self) -> bool {
+        self.paths.is_some()
+    }
+
+    /// [`Output::finish`], with `commit` run once every byte is written
+    /// and fsynced, before the file takes its name: when it fails, the
+    /// partial file is removed and `FILE` is as it was.
+    pub async fn finish_after(
+        mut self,
+        commit: impl std::future::Future<Output = Result<()>>,
+    ) -> Result<Written> {
         let written = self.join().await?;
+        if let Err(e) = commit.await {
+            self.remove_partial();
+            return Err(e);
+        }
         if let Some((partial, path)) = self.paths.take() {
             let done = tokio::task::spawn_blocking(move || publish(partial, &path))
                 .await

@@ -17,18 +17,17 @@ use crate::error::Result;
 pub(super) async fn references(dst: &Client, plans: &mut [Planned]) -> Result<Vec<Vec<usize>>> {
     let oids: Vec<Oid> = plans.iter().map(|p| p.target.oid).collect();
     let rows = dst
-        .query(
-            "SELECT conrelid, confrelid FROM pg_catalog.pg_constraint \
-             WHERE contype = 'f' AND conrelid = ANY ($1) AND confrelid = ANY ($1)",
-            &[&oids],
-        )
+        .query(include_str!("../../sql/transfer_references.sql"), &[&oids])
         .await?;
-    let index = |oid: Oid| oids.iter().position(|&o| o == oid);
     let mut deps = vec![Vec::new(); plans.len()];
     for r in &rows {
-        let (Some(from), Some(to)) = (index(r.get(0)), index(r.get(1))) else {
+        let (from, to): (i32, i32) = (r.get(0), r.get(1));
+        let (Ok(from), Ok(to)) = (usize::try_from(from), usize::try_from(to)) else {
             continue;
         };
+        if from >= plans.len() || to >= plans.len() {
+            continue;
+        }
         if from == to {
             plans[from].ranged = false;
         } else if !deps[from].contains(&to) {
@@ -54,6 +53,17 @@ pub(super) fn referenced_first(deps: &[Vec<usize>]) -> Vec<usize> {
         order.push(next);
     }
     order
+}
+
+/// Two plans that reference each other, directly or not, in `order`'s
+/// numbering, given `deps` before [`reorder`]: a later plan that an
+/// earlier one references. `--truncate` cannot empty one of them alone
+/// and load it before the other.
+pub(super) fn cycle(deps: &[Vec<usize>], order: &[usize]) -> Option<(usize, usize)> {
+    let at = |plan: usize| order.iter().position(|&o| o == plan).unwrap_or(0);
+    deps.iter()
+        .enumerate()
+        .find_map(|(from, to)| to.iter().find(|&&t| at(t) > at(from)).map(|&t| (from, t)))
 }
 
 /// `--truncate`'s statement for plan `i`: its table with every copied
@@ -115,7 +125,7 @@ fn renumber(deps: &[Vec<usize>], order: &[usize]) -> Vec<Vec<usize>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{referenced_first, renumber};
+    use super::{cycle, referenced_first, renumber};
 
     #[test]
     fn referenced_tables_come_first_and_the_rest_keep_their_order() {
@@ -132,5 +142,7 @@ mod tests {
         assert_eq!(order, [2, 0, 1]);
         let kept = renumber(&deps, &order);
         assert_eq!(kept, [vec![], vec![], vec![1]]);
+        assert_eq!(cycle(&deps, &order), Some((0, 1)));
+        assert_eq!(cycle(&[vec![2], vec![], vec![]], &[2, 0, 1]), None);
     }
 }

@@ -126,6 +126,16 @@ pub async fn run(
         .await
         .map_err(|e| side("the target", e))?;
     let order = depends::referenced_first(&deps);
+    if let (true, Some((a, b))) = (opts.truncate, depends::cycle(&deps, &order)) {
+        return Err(Error::config(format!(
+            "{} and {} reference each other on the target (through foreign keys): --truncate \
+             cannot empty and load one of them before the other",
+            plans[a].target.name, plans[b].target.name
+        ))
+        .with_hint(
+            "empty them yourself in one statement (TRUNCATE a, b), then copy without --truncate",
+        ));
+    }
     let (plans, blocks, deps) = depends::reorder(plans, blocks, deps, &order);
     let targets = futures_util::future::try_join_all((0..opts.workers).map(|_| async {
         let c = to.connect().await?;

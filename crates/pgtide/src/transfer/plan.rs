@@ -81,7 +81,7 @@ pub(super) async fn table_names(
                 &[schema, &opts.schemas],
             )
             .await?;
-        if rows.is_empty() {
+        if rows.is_empty() && !has_tables(src, schema).await? {
             return Err(
                 Error::config(format!("schema {schema:?} has no tables on the source")).with_hint(
                     "check the name (unquoted names fold to lower case: quote to keep case, \
@@ -95,6 +95,20 @@ pub(super) async fn table_names(
         }));
     }
     Ok(names)
+}
+
+/// Whether `schema` holds any table on the source (all of them may be
+/// partitions that come with a parent of another schema named too).
+async fn has_tables(src: &Client, schema: &str) -> Result<bool> {
+    let row = src
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c \
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relkind IN ('r', 'p'))",
+            &[&schema],
+        )
+        .await?;
+    Ok(row.get(0))
 }
 
 /// Resolves every table on both servers and decides how each is copied.

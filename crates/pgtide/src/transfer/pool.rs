@@ -99,6 +99,9 @@ pub(super) async fn pool(
     }
     drop(tx);
     let stop = Arc::new(AtomicBool::new(false));
+    // A job taken from the channel and dropped unrun (the copy stopped
+    // while it waited for the tables it references).
+    let dropped = Arc::new(AtomicBool::new(false));
     // One for all workers: a witness serves every transaction begun
     // before it.
     let witness = opts
@@ -108,7 +111,7 @@ pub(super) async fn pool(
     for (i, (source, target)) in sources.into_iter().zip(targets).enumerate() {
         let (rx, stop, progress, to) = (rx.clone(), stop.clone(), progress.clone(), to.clone());
         let witness = witness.clone();
-        let (left, deps) = (left.clone(), deps.clone());
+        let (left, deps, dropped) = (left.clone(), deps.clone(), dropped.clone());
         tasks.push(tokio::spawn(async move {
             let mut done = Vec::new();
             let mut failure = None;
@@ -119,6 +122,7 @@ pub(super) async fn pool(
                 let Ok(job) = rx.try_recv() else { break };
                 let stopped = || stop.load(Ordering::Relaxed) || progress.stop_requested();
                 if !referenced_in(&deps[job.table], &left, stopped).await {
+                    dropped.store(true, Ordering::Relaxed);
                     break;
                 }
                 match range::run(&source, &target, (&to, witness.as_ref()), &job, &progress).await {
@@ -155,7 +159,7 @@ pub(super) async fn pool(
             }
         }
     }
-    if failure.is_none() && !rx.is_empty() {
+    if failure.is_none() && (!rx.is_empty() || dropped.load(Ordering::Relaxed)) {
         failure = Some(
             Error::new(ErrorKind::Interrupted, "the copy was interrupted").with_hint(format!(
                 "stopped by Ctrl-C or SIGTERM: the ranges listed as committed are on the \
