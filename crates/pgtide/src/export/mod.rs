@@ -304,7 +304,7 @@ pub async fn run(
         true => {
             let renamed = output.renamed();
             let commit = commit_query(&clients, &opts.output, renamed);
-            output.finish_after(commit).await?
+            output.finish_after(commit, true).await?
         }
         false => output.finish().await?,
     };
@@ -396,29 +396,37 @@ async fn plan(client: &tokio_postgres::Client, opts: &ExportOptions) -> Result<P
 
 /// Commits the transaction a query ran in, once its output is written
 /// (and before a file takes its name: `Output::finish_after`, which
-/// removes the partial file when this fails). `renamed`: the output is
-/// such a file; otherwise its reader has the rows already.
+/// removes the partial file when the commit certainly failed, and keeps
+/// it when the answer was lost). `renamed`: the output is such a file;
+/// otherwise its reader has the rows already.
 async fn commit_query(
     clients: &[(tokio_postgres::Client, crate::conn::Wire)],
     output: &str,
     renamed: bool,
-) -> Result<()> {
+) -> std::result::Result<(), output::NotCommitted> {
+    use crate::error::{classify, Class};
     let done = match clients.first() {
-        Some((client, _)) => client.batch_execute("COMMIT").await.map_err(Error::from),
-        None => Err(Error::bug("the query's connection is gone")),
+        Some((client, _)) => client
+            .batch_execute("COMMIT")
+            .await
+            .map_err(|e| (classify(&e) == Class::Connection, Error::from(e))),
+        None => Err((false, Error::bug("the query's connection is gone"))),
     };
-    done.map_err(|e| {
+    done.map_err(|(maybe, e)| {
         let shown = if output == "-" { "stdout" } else { output };
-        e.with_hint(match renamed {
-            true => format!(
-                "the query's transaction did not commit, so what it changed is undone, \
-                 and {shown} was left as it was"
-            ),
-            false => format!(
-                "the query's transaction did not commit, so what it changed is undone \
-                 (its rows went to {shown} all the same)"
-            ),
-        })
+        let what = match maybe {
+            true => "the answer to the query's COMMIT was lost: what it changed may or may not be committed",
+            false => "the query's transaction did not commit, so what it changed is undone",
+        };
+        let hint = match (renamed, maybe) {
+            (true, false) => format!("{what}, and {shown} was left as it was"),
+            (true, true) => format!("{what}; {shown} was left as it was"),
+            (false, _) => format!("{what} (its rows went to {shown} all the same)"),
+        };
+        output::NotCommitted {
+            error: e.with_hint(hint),
+            maybe,
+        }
     })
 }
 

@@ -125,7 +125,7 @@ impl Output {
 
     /// Flushes, fsyncs and renames `FILE.partial` to `FILE`.
     pub async fn finish(self) -> Result<Written> {
-        self.finish_after(async { Ok(()) }).await
+        self.finish_after(async { Ok(()) }, false).await
     }
 
     /// Whether the output is a file of its own, written under another name
@@ -136,22 +136,31 @@ impl Output {
     }
 
     /// [`Output::finish`], with `commit` run once every byte is written
-    /// and fsynced, before the file takes its name: when it fails, the
-    /// partial file is removed and `FILE` is as it was.
+    /// and fsynced, before the file takes its name. When it fails
+    /// certainly, the partial file is removed and `FILE` is as it was;
+    /// when it may have committed (`NotCommitted::maybe`), or (`keep`)
+    /// the rename fails after it did, the partial file is kept and the
+    /// error names it: its rows may exist nowhere else.
     pub async fn finish_after(
         mut self,
-        commit: impl std::future::Future<Output = Result<()>>,
+        commit: impl std::future::Future<Output = std::result::Result<(), NotCommitted>>,
+        keep: bool,
     ) -> Result<Written> {
         let written = self.join().await?;
         if let Err(e) = commit.await {
-            self.remove_partial();
-            return Err(e);
+            if !e.maybe {
+                self.remove_partial();
+                return Err(e.error);
+            }
+            return Err(match self.paths.take() {
+                Some((partial, _)) => kept(partial, e.error),
+                None => e.error,
+            });
         }
         if let Some((partial, path)) = self.paths.take() {
-            let done = tokio::task::spawn_blocking(move || publish(partial, &path))
+            let done = tokio::task::spawn_blocking(move || publish(partial, &path, keep))
                 .await
                 .map_err(|e| Error::bug(format!("rename task failed: {e}")))?;
-            // On failure `publish` removed the partial file already.
             done?;
         }
         Ok(written)
@@ -473,13 +482,47 @@ impl Encoder {
 
 /// Renames `partial` to `path` and fsyncs the directory. Removes
 /// `partial` on failure.
-fn publish(partial: TempPath, path: &Path) -> Result<()> {
+/// Why a commit run before the output takes its name failed.
+pub struct NotCommitted {
+    /// What the server or the connection said.
+    pub error: Error,
+    /// The answer was lost: it may have committed.
+    pub maybe: bool,
+}
+
+/// `error`, with the partial file kept and named: its rows may have been
+/// committed (taken from the database) and exist nowhere else.
+fn kept(partial: TempPath, error: Error) -> Error {
+    let shown = partial.to_path_buf();
+    let hint = match partial.keep() {
+        Ok(_) => format!(
+            "the rows are kept in {}: the transaction may have committed, so they may \
+             exist nowhere else",
+            shown.display()
+        ),
+        Err(_) => "the partial file could not be kept".to_owned(),
+    };
+    let hint = match error.hint() {
+        Some(h) => format!("{h}; {hint}"),
+        None => hint,
+    };
+    error.with_hint(hint)
+}
+
+/// `keep`: a failed rename keeps the partial file (its rows were
+/// committed, `kept`) instead of removing it.
+fn publish(partial: TempPath, path: &Path, keep: bool) -> Result<()> {
     // The writer thread fsynced the file's data already.
     let shown = partial.to_path_buf();
+    if let Err(e) = partial.persist(path) {
+        // The error gives the TempPath back; dropping it removes the file.
+        let error = write_error(&shown, e.error);
+        return Err(match keep {
+            true => kept(e.path, error),
+            false => error,
+        });
+    }
     let result = (|| {
-        // On failure the error gives the TempPath back; dropping it
-        // removes the partial file.
-        partial.persist(path).map_err(|e| e.error)?;
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),

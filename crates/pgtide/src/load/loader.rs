@@ -214,6 +214,8 @@ pub struct Loader {
     /// The chunk being loaded, when commits go in input order
     /// (`load/turns.rs`).
     turn: Option<super::turns::Turn>,
+    /// The last commit gave way to an earlier chunk (`load/turns.rs`).
+    gave_way: bool,
 }
 
 /// Counts of attempts not yet committed.
@@ -296,6 +298,7 @@ impl Loader {
             lazy: None,
             last_begin: None,
             turn: None,
+            gave_way: false,
         }
     }
 

@@ -53,8 +53,7 @@ pub(super) async fn load_reconnecting(
     ctx: &Ctx,
     batch: &Batch,
 ) -> Result<u64, BatchError> {
-    let mut reconnects = 0;
-    let mut transients = 0;
+    let (mut reconnects, mut transients, mut give_ways) = (0, 0, 0);
     loop {
         let e = match loader.load(batch).await {
             Ok(rows) => return Ok(rows),
@@ -62,6 +61,14 @@ pub(super) async fn load_reconnecting(
         };
         match classify(&e.error) {
             Class::Connection => {
+                // Given way to an earlier chunk (`load/turns.rs`): the
+                // server is fine, so a new connection at once, uncounted.
+                if loader.take_gave_way() && give_ways < GIVE_WAYS {
+                    give_ways += 1;
+                    if let Reconnected::Resend = reconnect(loader, ctx, None).await {
+                        continue;
+                    }
+                }
                 let in_doubt = loader.in_doubt();
                 if e.commit_unknown && in_doubt.is_none() {
                     return Err(e);
@@ -84,6 +91,10 @@ pub(super) async fn load_reconnecting(
         }
     }
 }
+
+/// Times one batch may give way to an earlier chunk at once
+/// (`load/turns.rs`) before it waits like after a broken connection.
+const GIVE_WAYS: u32 = 100;
 
 /// Retries of one batch after deadlocks, serialization failures and lock
 /// timeouts, with pauses from [`transient_pause`]: about 10 s in all.

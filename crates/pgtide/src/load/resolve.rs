@@ -75,12 +75,25 @@ pub(super) fn resumed_create(opts: &LoadOptions) -> Cow<'_, LoadOptions> {
 /// else's table, which `--create` must not load into (nor `--truncate`
 /// empty).
 pub(super) async fn refuse_unrelated(control: &Client, table: &Table) -> Result<()> {
-    let empty: bool = control
+    // Every row counts: a policy that hides them must not make someone
+    // else's table look empty (with `row_security = off` it is an error).
+    control
+        .batch_execute("BEGIN; SET LOCAL row_security = off")
+        .await?;
+    let empty = control
         .query_one(
             &format!("SELECT NOT EXISTS (SELECT FROM {})", table.name.quoted()),
             &[],
         )
-        .await?
+        .await;
+    control.batch_execute("ROLLBACK").await?;
+    let empty: bool = empty
+        .map_err(|e| {
+            Error::from(e).with_hint(
+                "--create --resume could not see every row of the existing table; to load \
+                 into it as it is, use --create=if-not-exists",
+            )
+        })?
         .get(0);
     if empty {
         return Ok(());

@@ -22,16 +22,17 @@ use tokio_postgres::Client;
 
 use super::order::Order;
 
-/// Whether the transaction of backend `$1` blocks one of the backends
-/// `$3` (earlier chunks), directly or through those of `$2` (every
-/// backend of the load).
+/// Whether the transaction of backend `$1` holds up one of the backends
+/// `$2` (earlier chunks): it is among their blockers, or their blockers'
+/// blockers, through any backend (another session may stand between
+/// them, which the server's deadlock detector cannot see through the
+/// client's wait).
 const BLOCKS_EARLIER_SQL: &str = "\
-    WITH RECURSIVE blocked(pid) AS ( \
-        SELECT p FROM unnest($2::int4[]) AS p WHERE $1 = ANY (pg_catalog.pg_blocking_pids(p)) \
+    WITH RECURSIVE up(pid) AS ( \
+        SELECT unnest($2::int4[]) \
       UNION \
-        SELECT p FROM unnest($2::int4[]) AS p, blocked \
-        WHERE blocked.pid = ANY (pg_catalog.pg_blocking_pids(p)) \
-    ) SELECT EXISTS (SELECT 1 FROM blocked WHERE pid = ANY ($3::int4[]))";
+        SELECT b FROM up, unnest(pg_catalog.pg_blocking_pids(up.pid)) AS b \
+    ) SELECT $1 IN (SELECT pid FROM up)";
 
 /// The longest pause between two questions to the server while a chunk
 /// waits for its turn (the first comes after 5 ms).
@@ -93,21 +94,19 @@ impl Turns {
                 () = tokio::time::sleep(pause) => {}
             }
             pause = (pause * 2).min(MAX_PAUSE);
-            let (all, earlier): (Vec<i32>, Vec<i32>) = {
+            let earlier: Vec<i32> = {
                 let holders = self.holders.lock().expect("turns");
-                let all = holders.keys().copied().filter(|&p| p != pid).collect();
-                let earlier = holders
+                holders
                     .iter()
                     .filter(|&(&p, &s)| p != pid && s < seq)
                     .map(|(&p, _)| p)
-                    .collect();
-                (all, earlier)
+                    .collect()
             };
             if earlier.is_empty() {
                 continue;
             }
             let row = client
-                .query_one(BLOCKS_EARLIER_SQL, &[&pid, &all, &earlier])
+                .query_one(BLOCKS_EARLIER_SQL, &[&pid, &earlier])
                 .await?;
             if row.get::<_, bool>(0) {
                 return Ok(false);

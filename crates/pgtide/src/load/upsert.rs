@@ -102,9 +102,9 @@ pub struct Upsert {
     /// What `update` does with a row whose values are those it has.
     pub unchanged: Unchanged,
     /// With BEFORE row triggers on INSERT or UPDATE, the merge goes in
-    /// rounds (`upsert_rounds.rs`): this statement merges round `$1`, the
-    /// `$1`th row of every key; `merge_sql` and `losers_sql` are unused.
-    pub rounds_sql: Option<String>,
+    /// rounds (`upsert_rounds.rs`); `merge_sql` and `losers_sql` are then
+    /// unused.
+    pub rounds: Option<super::upsert_rounds::Rounds>,
 }
 
 /// What `--on-conflict update` does with an existing row whose loaded
@@ -343,14 +343,18 @@ pub async fn resolve(
     let same = Unchanged::resolve(client, table, mode, major).await?;
     let rounds = super::upsert_rounds::needed(client, table, major)
         .await?
-        .then(|| super::upsert_rounds::rounds_sql(table, &loaded, chosen, (mode, same)));
+        .then(|| super::upsert_rounds::Rounds::new(table, &loaded, chosen, (mode, same)));
+    let round_column = match &rounds {
+        Some(r) => r.column_sql.as_str(),
+        None => "",
+    };
     Ok(Upsert {
         mode,
         key: chosen.columns.clone(),
         create_sql: format!(
             "CREATE TEMP TABLE {STAGE} AS SELECT {} FROM {} WITH NO DATA; \
              ALTER TABLE pg_temp.{STAGE} ADD COLUMN {ORD} int8 GENERATED ALWAYS AS IDENTITY; \
-             SET work_mem = '{MERGE_WORK_MEM}'",
+             {round_column}SET work_mem = '{MERGE_WORK_MEM}'",
             loaded.join(", "),
             table.name.quoted()
         ),
@@ -358,7 +362,7 @@ pub async fn resolve(
         merge_sql: merge_sql(table, &loaded, chosen, mode, same),
         losers_sql: losers_sql(table, &loaded, chosen, mode),
         unchanged: same,
-        rounds_sql: rounds,
+        rounds,
     })
 }
 

@@ -324,8 +324,11 @@ impl Loader {
         let pending = std::mem::take(&mut self.pending);
         if self.turn.is_some() {
             // The wait for its turn asks the server in this transaction,
-            // which must be out of any failed savepoint first.
-            self.settle().await?;
+            // which must be out of any failed savepoint first. If that
+            // fails, COMMIT was never sent: certainly not committed.
+            if self.settle().await.is_err() {
+                return Ok(false);
+            }
             self.witness_wait(xid).await;
             if self.wait_turn(xid).await.is_err() {
                 // Given way: certainly not committed.

@@ -33,17 +33,20 @@ impl Loader {
                 .map_err(BatchError::plain)?;
             self.send_rows(batch).await?
         };
-        if let Some(rounds) = &upsert.rounds_sql {
+        if let Some(rounds) = &upsert.rounds {
             // Each row through the triggers (`load/upsert_rounds.rs`).
-            for round in 1i64.. {
+            let last: i64 = self
+                .client
+                .query_one(rounds.number_sql.as_str(), &[])
+                .await
+                .map_err(BatchError::plain)?
+                .get(0);
+            for round in 1..=last {
                 let row = self
                     .client
-                    .query_one(rounds.as_str(), &[&round])
+                    .query_one(rounds.merge_sql.as_str(), &[&round])
                     .await
                     .map_err(BatchError::plain)?;
-                if row.get::<_, i64>(2) == 0 {
-                    break;
-                }
                 self.merged_now.add(crate::load::upsert::merged(&row));
             }
             return Ok(rows);

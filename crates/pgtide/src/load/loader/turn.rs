@@ -13,6 +13,12 @@ impl Loader {
         self.turn = turn;
     }
 
+    /// Whether the last commit gave way (`load/turns.rs`) rather than
+    /// lost its connection: the batch is sent again at once.
+    pub fn take_gave_way(&mut self) -> bool {
+        std::mem::take(&mut self.gave_way)
+    }
+
     /// The chunk being loaded, for a loader that replaces this one.
     pub(crate) fn take_turn(&mut self) -> Option<Turn> {
         self.turn.take()
@@ -37,17 +43,26 @@ impl Loader {
         let Some(pid) = xid.and_then(|x| x.backend_pid) else {
             return Ok(());
         };
-        // A question that fails leaves the transaction aborted: the
-        // COMMIT then fails and says why.
-        if let Ok(false) = turn.turns.wait(&self.client, pid, turn.seq).await {
-            self.discard();
-            // Fails at once on the closed connection (were it to succeed,
-            // the COMMIT would fail the same way).
-            self.client
-                .batch_execute("")
-                .await
-                .map_err(BatchError::plain)?;
+        match turn.turns.wait(&self.client, pid, turn.seq).await {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                self.gave_way = true;
+                self.discard();
+                // Fails at once on the closed connection (were it to
+                // succeed, the COMMIT would fail the same way).
+                self.client
+                    .batch_execute("")
+                    .await
+                    .map_err(BatchError::plain)?;
+                Ok(())
+            }
+            // The question failed and left the transaction aborted: a
+            // COMMIT would roll back without an error. Nothing is
+            // committed; the connection is not trusted again.
+            Err(e) => {
+                self.discard();
+                Err(BatchError::plain(e))
+            }
         }
-        Ok(())
     }
 }
