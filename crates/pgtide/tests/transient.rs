@@ -213,5 +213,8 @@ async fn the_later_of_two_duplicate_keys_is_rejected_whatever_the_workers() {
             "run {run}, {workers} workers: every early row loaded"
         );
     }
-    assert!(gave_way, "no chunk gave way: the test proves less than it says");
+    assert!(
+        gave_way,
+        "no chunk gave way: the test proves less than it says"
+    );
 }
