@@ -1,6 +1,6 @@
 //! `--on-conflict` into a table with BEFORE row triggers: every row of
 //! the file meets them as one `INSERT .. ON CONFLICT` per row would,
-//! whatever the chunk size (`load/upsert_rounds.rs`). The merge used to
+//! whatever the chunk size (`load/upsert/rounds.rs`). The merge used to
 //! keep one row per key: a trigger that dropped that row threw the
 //! earlier rows' update away, and an UPDATE trigger that counts fired
 //! once per key and chunk (outside testing).

@@ -52,7 +52,6 @@ mod step;
 mod tally;
 mod turns;
 pub mod upsert;
-mod upsert_rounds;
 mod values;
 mod wire;
 mod wire_answers;

@@ -29,6 +29,8 @@
 //! its rows are counted as written (inserted or updated), the rest as
 //! unchanged.
 
+pub mod rounds;
+
 use tokio_postgres::Client;
 
 use crate::catalog::{Column, Table};
@@ -102,9 +104,9 @@ pub struct Upsert {
     /// What `update` does with a row whose values are those it has.
     pub unchanged: Unchanged,
     /// With BEFORE row triggers on INSERT or UPDATE, the merge goes in
-    /// rounds (`upsert_rounds.rs`); `merge_sql` and `losers_sql` are then
+    /// rounds (`upsert/rounds.rs`); `merge_sql` and `losers_sql` are then
     /// unused.
-    pub rounds: Option<super::upsert_rounds::Rounds>,
+    pub rounds: Option<rounds::Rounds>,
 }
 
 /// What `--on-conflict update` does with an existing row whose loaded
@@ -341,9 +343,9 @@ pub async fn resolve(
     }
     let loaded: Vec<String> = columns.iter().map(|c| quote(&c.name)).collect();
     let same = Unchanged::resolve(client, table, mode, major).await?;
-    let rounds = super::upsert_rounds::needed(client, table, major)
+    let rounds = rounds::needed(client, table, major)
         .await?
-        .then(|| super::upsert_rounds::Rounds::new(table, &loaded, chosen, (mode, same)));
+        .then(|| rounds::Rounds::new(table, &loaded, chosen, (mode, same)));
     let round_column = match &rounds {
         Some(r) => r.column_sql.as_str(),
         None => "",

@@ -34,7 +34,7 @@ impl Loader {
             self.send_rows(batch).await?
         };
         if let Some(rounds) = &upsert.rounds {
-            // Each row through the triggers (`load/upsert_rounds.rs`).
+            // Each row through the triggers (`load/upsert/rounds.rs`).
             let last: i64 = self
                 .client
                 .query_one(rounds.number_sql.as_str(), &[])

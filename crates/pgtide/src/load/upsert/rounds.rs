@@ -16,7 +16,7 @@
 
 use tokio_postgres::Client;
 
-use super::upsert::{
+use super::{
     merge_from, tables_sql, triggers_seen_sql, OnConflict, Unchanged, UniqueKey, ORD, STAGE,
 };
 use crate::catalog::Table;
