@@ -384,7 +384,7 @@ pub struct LoadArgs {
     pub upsert: UpsertArgs,
 }
 
-// The limits are the library's (`check_local` enforces them for every
+// The limits are the library's (`load::checks::local` enforces them for every
 // caller); parsing checks them too so that the error names the flag.
 use pgtide::load::{MAX_CHUNK_BYTES, MAX_WORKERS};
 

@@ -111,7 +111,7 @@ pub(super) async fn refuse_unrelated(control: &Client, table: &Table) -> Result<
 /// Checks the options, connects, and reads the target table (or plans
 /// it, `--create`) and the loaded columns.
 pub(super) async fn find(target: &Target, opts: &LoadOptions) -> Result<Found> {
-    super::check_local(opts)?;
+    super::checks::local(opts)?;
     super::single::check(opts)?;
     let control = target.connect().await?;
     let server_version: String = control.query_one("SHOW server_version", &[]).await?.get(0);
@@ -125,7 +125,7 @@ pub(super) async fn find(target: &Target, opts: &LoadOptions) -> Result<Found> {
         table_may_skip,
         created,
     };
-    super::check_forced_columns(&opts.copy, &found.columns(opts)?, &found.table)?;
+    super::checks::forced_columns(&opts.copy, &found.columns(opts)?, &found.table)?;
     if opts.defer_constraints {
         super::constraints::check(&found.control, opts, &found.table).await?;
     }
