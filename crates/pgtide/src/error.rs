@@ -241,6 +241,10 @@ fn row_of_copy(err: &tokio_postgres::Error) -> bool {
     })
 }
 
+/// How the server's message for a row refused by a row-level security
+/// policy begins (`ExecWithCheckOptions`).
+const RLS_REFUSAL: &str = "new row violates row-level security policy";
+
 /// Classifies a server error. Classes 22 (data), 23 (integrity), P0
 /// (PL/pgSQL RAISE), 54 (row too big) and any code a trigger may raise
 /// are row errors; the classes below are about the session or server.
@@ -270,6 +274,17 @@ pub fn classify(err: &tokio_postgres::Error) -> Class {
     // connection, the chunk was retried for a minute, then the load
     // stopped without rejecting the row.)
     if code.code() == "08P01" && row_of_copy(err) {
+        return Class::Row;
+    }
+    // A row that a row-level security policy refuses (its WITH CHECK) is
+    // the row's fault, though its code is that of a missing privilege,
+    // which stops the load. Told apart by the server's message (English
+    // messages: under another `lc_messages` it stops the load).
+    if code.code() == "42501"
+        && err
+            .as_db_error()
+            .is_some_and(|d| d.message().starts_with(RLS_REFUSAL))
+    {
         return Class::Row;
     }
     match &code.code()[..2] {

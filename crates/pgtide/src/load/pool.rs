@@ -99,9 +99,11 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
     };
     let spec = Arc::new(spec);
     let turns = match clients.first() {
-        Some((client, ..)) if in_turns(&plan) => super::turns::needed(client, &plan.table_sql)
-            .await?
-            .then(|| Arc::new(super::turns::Turns::new())),
+        Some((client, ..)) if side_by_side(&plan) => {
+            super::turns::Turns::needed(client, &plan.table_sql, plan.rejects.is_some())
+                .await?
+                .map(Arc::new)
+        }
         _ => None,
     };
     let ctx = Arc::new(Ctx {
@@ -176,11 +178,10 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
     Ok(outcome)
 }
 
-/// Whether chunks may have to commit in input order (`turns.rs`): bad
-/// rows are rejected (without `--rejects` a duplicate stops the load),
-/// chunks load side by side, and they are not merged in order already.
-fn in_turns(plan: &Plan) -> bool {
-    plan.rejects.is_some() && plan.workers > 1 && plan.upsert.is_none() && !plan.single_transaction
+/// Whether chunks may need turns (`turns.rs`): they load side by side,
+/// and are not merged in input order already (`--on-conflict`).
+fn side_by_side(plan: &Plan) -> bool {
+    plan.workers > 1 && plan.upsert.is_none() && !plan.single_transaction
 }
 
 /// What every loader of `plan` runs (before [`LoaderSpec::prepare`]).

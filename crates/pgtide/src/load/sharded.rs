@@ -58,7 +58,7 @@ use crate::error::{Error, Result};
 use crate::progress::{Counts, Progress};
 use crate::reject::gate::Gate;
 use crate::reject::RejectFile;
-use crate::shard::{remote, LeafRoute, Plan};
+use crate::shard::{remote, remote_check, LeafRoute, Plan};
 use crate::source::Source;
 use route::{merge, Routed};
 use server::name_server;
@@ -347,12 +347,24 @@ pub async fn run(
     for _ in 0..opts.workers.max(1) {
         let mut clients = Vec::new();
         for s in &servers {
-            clients.push(
-                s.target
-                    .connect()
-                    .await
-                    .map_err(|e| unreachable(e, &s.label))?,
-            );
+            let client = s
+                .target
+                .connect()
+                .await
+                .map_err(|e| unreachable(e, &s.label))?;
+            // Values are read as the coordinator would read them.
+            remote_check::apply_settings(&client, &plan.settings)
+                .await
+                .map_err(|e| {
+                    Error::config(format!(
+                        "{}: cannot take the coordinator's settings ({}): {}",
+                        s.label,
+                        remote_check::READ_SETTINGS.join(", "),
+                        e.message()
+                    ))
+                    .with_hint("--route coordinator loads through the coordinator")
+                })?;
+            clients.push(client);
         }
         all_clients.push(clients);
     }

@@ -43,6 +43,14 @@ pub(crate) struct Turns {
     order: Order,
     /// Backend pid -> the chunk its open transaction loads.
     holders: Mutex<HashMap<i32, u64>>,
+    /// `COMMIT`s wait for every earlier chunk (a unique or exclusion
+    /// index, `--rejects`).
+    commit_in_order: bool,
+    /// A row may be refused for want of a row of an earlier chunk (a
+    /// foreign key into the table itself, a row trigger): a chunk that
+    /// failed is loaded again, or isolated, only once every earlier chunk
+    /// is over ([`Turns::after_earlier`]).
+    earlier_matters: bool,
 }
 
 /// A loader's place in the turns: the chunk it loads now.
@@ -53,12 +61,48 @@ pub(crate) struct Turn {
 }
 
 impl Turns {
-    /// Turns from chunk 0.
-    pub fn new() -> Turns {
-        Turns {
+    /// Turns from chunk 0, when the table at `table` (SQL, quoted) needs
+    /// them: commits in input order when bad rows are rejected
+    /// (`rejects`) and a row's fate may depend on another chunk's key;
+    /// failed chunks retried after the earlier ones when a row may need
+    /// an earlier chunk's row. `None` when neither.
+    pub async fn needed(
+        client: &Client,
+        table: &str,
+        rejects: bool,
+    ) -> crate::error::Result<Option<Turns>> {
+        let row = client
+            .query_one(include_str!("../../sql/load_turns.sql"), &[&table])
+            .await?;
+        let (unique, earlier_matters): (bool, bool) = (row.get(0), row.get(1));
+        let commit_in_order = rejects && unique;
+        Ok((commit_in_order || earlier_matters).then(|| Turns {
             order: Order::new(),
             holders: Mutex::new(HashMap::new()),
-        }
+            commit_in_order,
+            earlier_matters,
+        }))
+    }
+
+    /// Whether a chunk that failed with `e` must wait for every earlier
+    /// chunk before it is judged: the table lets a row depend on earlier
+    /// rows, and the refusal is not one that no earlier row can change (a
+    /// bad value, a NULL in a NOT NULL column).
+    pub fn earlier_may_matter(&self, e: &crate::batch::BatchError) -> bool {
+        self.earlier_matters
+            && crate::error::classify(&e.error) == crate::error::Class::Row
+            && !crate::reject::isolate::regardless_of_order(e)
+    }
+
+    /// Whether isolation must wait for every earlier chunk first.
+    pub fn earlier_matters(&self) -> bool {
+        self.earlier_matters
+    }
+
+    /// Waits until every chunk before `seq` is over (or one failed: the
+    /// load stops anyway).
+    pub async fn after_earlier(&self, seq: u64) {
+        self.order.wait(seq).await;
     }
 
     /// Backend `pid` began a transaction for chunk `seq`.
@@ -85,6 +129,9 @@ impl Turns {
         pid: i32,
         seq: u64,
     ) -> Result<bool, tokio_postgres::Error> {
+        if !self.commit_in_order {
+            return Ok(true);
+        }
         let turn = self.order.wait(seq);
         tokio::pin!(turn);
         let mut pause = Duration::from_millis(5);
@@ -129,20 +176,4 @@ impl Drop for OnPanic {
             self.turns.over(self.seq, false);
         }
     }
-}
-
-/// Whether the table `table` (SQL, quoted) has a unique or exclusion
-/// index, on itself or on a partition: only then can a row's fate depend
-/// on another chunk's rows.
-pub(super) async fn needed(client: &Client, table: &str) -> crate::error::Result<bool> {
-    let row = client
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_index i \
-             WHERE (i.indisunique OR i.indisexclusion) \
-               AND (i.indrelid = pg_catalog.to_regclass($1) OR i.indrelid IN \
-                    (SELECT relid FROM pg_catalog.pg_partition_tree(pg_catalog.to_regclass($1)))))",
-            &[&table],
-        )
-        .await?;
-    Ok(row.get(0))
 }

@@ -91,6 +91,7 @@ pub(super) async fn work(
             // Never sent whole: a COPY that starts with such a record
             // settles on the wrong line-ending style and misplaces rows.
             let ok = if ctx.isolate {
+                after_earlier(&ctx, &chunk).await;
                 isolated(&mut loader, &ctx, id, &chunk, Start::Screened).await
             } else {
                 misfit_line_ending(&ctx, &chunk, loader.spec())
@@ -115,6 +116,19 @@ pub(super) async fn work(
                 Some(load_reconnecting(&mut loader, &ctx, &batch).await)
             }
         };
+        // A refusal that may need a row of an earlier chunk (a foreign key
+        // into the table itself, a trigger) is judged only once every
+        // earlier chunk is over: the chunk is loaded again then.
+        let attempt = match (attempt, &ctx.turns) {
+            (Some(Err(e)), Some(turns)) if turns.earlier_may_matter(&e) => {
+                turns.after_earlier(chunk.seq).await;
+                if ctx.lazy {
+                    loader.commit_lazily_next();
+                }
+                Some(load_reconnecting(&mut loader, &ctx, &batch).await)
+            }
+            (attempt, _) => attempt,
+        };
         // Taken before the held chunk is settled, which may load it again.
         let skipped = match attempt {
             Some(Ok(_)) => loader.take_skipped(),
@@ -124,6 +138,7 @@ pub(super) async fn work(
         let released = clean || hold::release(&mut loader, &ctx, id, &mut held).await;
         let ok = match attempt {
             None => {
+                after_earlier(&ctx, &chunk).await;
                 let start = Start::Suspects(suspects.unwrap_or_default());
                 isolated(&mut loader, &ctx, id, &chunk, start).await
             }
@@ -148,6 +163,7 @@ pub(super) async fn work(
                     true => Start::Failed(e),
                     false => Start::Suspects(suspects),
                 };
+                after_earlier(&ctx, &chunk).await;
                 isolated(&mut loader, &ctx, id, &chunk, start).await
             }
             Some(Err(e)) => {
@@ -185,6 +201,15 @@ async fn in_turn(loader: &mut Loader, ctx: &Ctx, chunk: &Chunk) -> bool {
         let _ = loader.stage(&batch).await;
     }
     order.wait(chunk.seq).await
+}
+
+/// Before a chunk's rows are isolated: where a row may need a row of an
+/// earlier chunk (`turns.rs`), waits until every earlier chunk is over, so
+/// that no row is rejected for want of one that was about to commit.
+async fn after_earlier(ctx: &Ctx, chunk: &Chunk) {
+    if let Some(turns) = ctx.turns.as_ref().filter(|t| t.earlier_matters()) {
+        turns.after_earlier(chunk.seq).await;
+    }
 }
 
 /// A chunk is over (`ok`: every row committed or rejected): later chunks

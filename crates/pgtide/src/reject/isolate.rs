@@ -474,7 +474,7 @@ fn located_exactly(e: &BatchError) -> bool {
 /// Whether a row's error is its own whatever was loaded before it: a bad
 /// value (class 22: input syntax, range, length, encoding, column count)
 /// or a NULL in a NOT NULL column.
-fn regardless_of_order(e: &BatchError) -> bool {
+pub(crate) fn regardless_of_order(e: &BatchError) -> bool {
     e.error
         .code()
         .is_some_and(|c| c.code().starts_with("22") || c.code() == "23502")

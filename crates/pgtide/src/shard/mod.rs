@@ -9,6 +9,8 @@
 //!   comparing as the server does.
 //! - [`hash`]: PostgreSQL's partition hash, bit for bit.
 //! - [`remote`]: foreign leaves: server, user mapping, remote table.
+//! - [`remote_check`]: what makes a direct load store a value otherwise
+//!   than the coordinator would: column types, the session's settings.
 //!
 //! Whatever the client cannot route exactly (see `tree.rs`) goes through
 //! the coordinator, which routes it itself: never a guess.
@@ -16,6 +18,7 @@
 pub mod hash;
 pub mod key;
 pub mod remote;
+pub mod remote_check;
 pub mod tree;
 
 use serde::Serialize;
@@ -50,6 +53,9 @@ pub struct Plan {
     pub columns: Vec<String>,
     /// [`Tree::fields_read`], once.
     pub fields_read: usize,
+    /// The coordinator session's settings that decide how values are read
+    /// ([`remote_check::READ_SETTINGS`]), for the shards' sessions.
+    pub settings: Vec<(String, String)>,
 }
 
 /// One leaf of the plan, for `--explain` and `--json`.
@@ -73,7 +79,10 @@ pub struct LeafPlan {
 impl Plan {
     /// Reads the tree of `table` (partitioned) on `client` and resolves
     /// every leaf. `client` is a fresh session of the coordinator's: its
-    /// DateStyle and TimeZone are set here for reading bounds.
+    /// settings are read first ([`Plan::settings`]), then its DateStyle and
+    /// TimeZone are set here for reading bounds. A foreign leaf whose
+    /// remote columns have other types goes through the coordinator
+    /// ([`remote_check::check_types`]).
     pub async fn build(
         client: &Client,
         coordinator: &Target,
@@ -82,6 +91,7 @@ impl Plan {
         overrides: &Overrides,
         env: &Env,
     ) -> Result<Plan> {
+        let settings = remote_check::read_settings(client, columns).await?;
         client.batch_execute(tree::session_sql()).await?;
         let cols: Vec<(String, u32, i32)> = columns
             .iter()
@@ -122,12 +132,15 @@ impl Plan {
                 )));
             }
         }
-        Ok(Plan {
+        let mut plan = Plan {
             fields_read: tree.fields_read(),
             tree,
             routes,
             columns: names,
-        })
+            settings,
+        };
+        remote_check::check_types(client, columns, &mut plan).await?;
+        Ok(plan)
     }
 
     /// Where the record split into `fields` goes: a leaf loaded directly,

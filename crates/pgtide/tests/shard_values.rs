@@ -1,0 +1,105 @@
+//! A row routed on the client is stored as a load through the
+//! coordinator's parent table would store it (outside testing found two
+//! ways it was not, both silent):
+//! - the shard's session read dates, times, intervals and arrays with
+//!   the shard's own settings (of its role or database), not with the
+//!   coordinator's;
+//! - a remote column of another type than the foreign table's (plain
+//!   `numeric` behind `numeric(10,2)`) kept digits the coordinator rounds.
+
+mod support;
+
+use std::sync::Arc;
+
+use pgtide::copyopts::CopyFormat;
+use pgtide::ident::QualifiedName;
+use pgtide::load::LoadOptions;
+use pgtide::progress::Progress;
+use support::Db;
+
+const COLUMNS: &str = "n int, d date, tz timestamptz, iv interval, a text[], amt numeric(10,2)";
+
+#[tokio::test]
+async fn routed_rows_are_read_as_the_coordinator_reads_them() {
+    let db = Db::start().await;
+    let (_shards, remote) = support::shard_server(&db).await;
+    // r0 has the foreign table's types; r1's amount is plain numeric.
+    remote
+        .batch_execute(&format!(
+            "CREATE TABLE r0 ({COLUMNS});
+             CREATE TABLE r1 ({});
+             ALTER ROLE CURRENT_USER SET IntervalStyle = 'sql_standard';
+             ALTER ROLE CURRENT_USER SET TimeZone = 'Pacific/Chatham';
+             ALTER ROLE CURRENT_USER SET DateStyle = 'ISO, MDY';",
+            COLUMNS.replace("numeric(10,2)", "numeric")
+        ))
+        .await
+        .unwrap();
+    db.client
+        .batch_execute(&format!(
+            "CREATE TABLE s ({COLUMNS}) PARTITION BY HASH (n);
+             CREATE FOREIGN TABLE s0 PARTITION OF s FOR VALUES WITH (modulus 2, remainder 0)
+                 SERVER shard2 OPTIONS (table_name 'r0');
+             CREATE FOREIGN TABLE s1 PARTITION OF s FOR VALUES WITH (modulus 2, remainder 1)
+                 SERVER shard2 OPTIONS (table_name 'r1');
+             CREATE TABLE want ({COLUMNS});
+             ALTER ROLE CURRENT_USER SET DateStyle = 'ISO, DMY';
+             ALTER ROLE CURRENT_USER SET TimeZone = 'Asia/Tokyo';
+             ALTER ROLE CURRENT_USER SET array_nulls = off;"
+        ))
+        .await
+        .unwrap();
+    let csv: String = (1..=200)
+        .map(|n| {
+            format!(
+                "{n},{}/2/2024,2024-01-01 00:00:00,-1 2:03:{:02},\"{{a,NULL}}\",1.{n:03}9\n",
+                n % 28 + 1,
+                n % 60
+            )
+        })
+        .collect();
+    let path = db.file(csv.as_bytes(), support::Compress::None);
+    // The reference: the coordinator's own COPY, in a session with the
+    // role's settings (as pgtide's sessions have them).
+    let fresh = db.target.connect().await.unwrap();
+    fresh
+        .batch_execute(&format!("COPY want FROM '{}' (FORMAT csv)", path.display()))
+        .await
+        .unwrap();
+    let opts = LoadOptions::new(
+        vec![path.to_string_lossy().into_owned()],
+        QualifiedName::parse("s").unwrap(),
+        CopyFormat::Csv,
+    );
+    let report = pgtide::load::run(&db.target, &opts, Arc::new(Progress::new(1)))
+        .await
+        .unwrap();
+    assert!(report.failure.is_none(), "{:?}", report.failure);
+    assert_eq!(report.rows_loaded, 200);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("routed on the client")),
+        "r0's rows go to the shard directly: {:?}",
+        report.notes
+    );
+    support::assert_same_rows(&db.client, "s", "want", "a sharded load").await;
+    // Read through the foreign table, r1's amounts would be rounded by
+    // the reading: look at what the shard stores.
+    let unrounded: i64 = remote
+        .query_one("SELECT count(*) FROM r1 WHERE amt <> round(amt, 2)", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        unrounded, 0,
+        "r1 holds amounts the coordinator would have rounded"
+    );
+    let stored: i64 = remote
+        .query_one("SELECT count(*) FROM r1", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(stored > 0, "some rows hash to r1");
+}
