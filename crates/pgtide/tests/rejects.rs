@@ -301,6 +301,16 @@ async fn max_rejects_stops_with_its_own_error_and_the_reject_file_is_reloadable(
         .unwrap();
     let err = report.failure.expect("must stop");
     assert_eq!(err.kind(), pgtide::ErrorKind::RejectLimit);
+    // The one chunk crossed the limit: rolled back whole, on every server
+    // version (PostgreSQL 17's ON_ERROR would commit its good rows first).
+    assert_eq!(report.rows_loaded, 0);
+    let kept: i64 = db
+        .client
+        .query_one("SELECT count(*) FROM m", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 0);
 
     // Without a limit: 3 loaded, 3 rejected; the reject file loads again
     // (after fixing) with the same options.

@@ -275,3 +275,54 @@ async fn oid(db: &Db, table: &str) -> u32 {
         .unwrap()
         .get(0)
 }
+
+/// Into a view whose INSTEAD OF trigger drops rows: the INSERT methods
+/// count the dropped rows as skipped; COPY counts every row it gave the
+/// trigger (as psql's `\copy` does), so the summary says that its
+/// "loaded" includes them.
+#[tokio::test]
+async fn copy_into_a_view_says_its_count_includes_dropped_rows() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute(
+            "CREATE TABLE base (id int, v text);
+             CREATE VIEW vw AS SELECT * FROM base;
+             CREATE FUNCTION into_base() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF NEW.v LIKE 'skip%' THEN RETURN NULL; END IF;
+                 INSERT INTO base VALUES (NEW.*);
+                 RETURN NEW;
+             END $$;
+             CREATE TRIGGER into_base INSTEAD OF INSERT ON vw
+                 FOR EACH ROW EXECUTE FUNCTION into_base();",
+        )
+        .await
+        .unwrap();
+    let (data, skips, _) = rows(70, false);
+    let path = db.file(&data, Compress::None);
+    for method in [Method::Values, Method::Copy] {
+        db.client.batch_execute("TRUNCATE base").await.unwrap();
+        let mut o = LoadOptions::new(
+            vec![path.to_string_lossy().into_owned()],
+            QualifiedName::parse("vw").unwrap(),
+            CopyFormat::Csv,
+        );
+        o.method = method;
+        let report = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+            .await
+            .expect("load starts");
+        assert!(report.failure.is_none(), "{method:?}: {:?}", report.failure);
+        assert_eq!(count(&db, "SELECT count(*) FROM base").await, 70 - skips);
+        let said = report.notes.iter().any(|n| n.contains("INSTEAD OF"));
+        match method {
+            Method::Copy => {
+                assert_eq!(report.rows_loaded, 70);
+                assert!(said, "{:?}", report.notes);
+            }
+            _ => {
+                assert_eq!(report.rows_skipped_by_table, skips);
+                assert!(!said, "{:?}", report.notes);
+            }
+        }
+    }
+}

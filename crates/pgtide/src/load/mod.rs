@@ -373,6 +373,9 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     // With --resume its session holds the run's lock (`ledger::guard`)
     // until the load is over.
     let guard = opts.resume.is_some().then_some(found.control);
+    // COPY counts every row an INSTEAD OF trigger was given, whatever the
+    // trigger did with it: rows it dropped cannot be told apart.
+    let view_counts_all = table.kind == 'v' && found.table_may_skip;
     let (server_version, created) = (found.server_version, found.created);
     let workers = plan.workers;
     let outcome = pool::execute(plan, progress).await;
@@ -428,6 +431,14 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
             reason: freeze.err(),
         },
     };
+    if view_counts_all && matches!(outcome.method, Method::Copy | Method::Binary) {
+        report.notes.push(
+            "the view's INSTEAD OF trigger may drop rows, and COPY counts each row it was \
+             given as loaded: rows the trigger dropped are among those counted loaded \
+             (--method values counts them as skipped by the table)"
+                .to_owned(),
+        );
+    }
     let fresh = opts.truncate || created.as_ref().is_some_and(|c| !c.exists);
     if opts.single_transaction || fresh {
         report.notes.push(match &report.freeze.reason {

@@ -186,8 +186,13 @@ pub(super) async fn resolve(
     // it committed, and ON_ERROR's skipped rows are not decided yet then.
     // Not with --single-transaction: its chunks' attempts go on the wire
     // under savepoints (`loader/nested.rs`), without ON_ERROR.
+    // Not with --max-rejects: ON_ERROR commits a chunk's good rows before
+    // its skipped rows are judged, so a chunk whose bad rows cross the
+    // limit would keep its good rows here and not on PostgreSQL 15 (the
+    // limit rolls the chunk back whole).
     let on_error_sql = (opts.rejects.is_some()
         && opts.resume.is_none()
+        && opts.max_rejects.is_none()
         && !opts.single_transaction
         && upsert.is_none()
         && major >= 17

@@ -71,6 +71,16 @@ pub(super) fn cycle(deps: &[Vec<usize>], order: &[usize]) -> Option<(usize, usiz
 /// empty a referenced table alone). Those are copied after it, each
 /// emptying itself again in its own transaction.
 pub(super) fn truncate_sql(plans: &[Planned], deps: &[Vec<usize>], i: usize) -> String {
+    let names: Vec<String> = truncate_group(deps, i)
+        .iter()
+        .map(|&j| plans[j].target.truncated())
+        .collect();
+    format!("TRUNCATE {}", names.join(", "))
+}
+
+/// The plans that plan `i`'s `TRUNCATE` empties: itself and every plan
+/// that references it, directly or not.
+pub(super) fn truncate_group(deps: &[Vec<usize>], i: usize) -> Vec<usize> {
     let mut group = vec![i];
     let mut k = 0;
     while k < group.len() {
@@ -82,8 +92,20 @@ pub(super) fn truncate_sql(plans: &[Planned], deps: &[Vec<usize>], i: usize) -> 
         }
         k += 1;
     }
-    let names: Vec<String> = group.iter().map(|&j| plans[j].target.truncated()).collect();
-    format!("TRUNCATE {}", names.join(", "))
+    group
+}
+
+/// With `--truncate`, which plans' targets were emptied by a committed
+/// job (`done`: the plans whose job committed): a failed `TRUNCATE`, or a
+/// job that failed, empties nothing.
+pub(super) fn emptied(deps: &[Vec<usize>], done: impl Iterator<Item = usize>) -> Vec<bool> {
+    let mut out = vec![false; deps.len()];
+    for i in done {
+        for j in truncate_group(deps, i) {
+            out[j] = true;
+        }
+    }
+    out
 }
 
 /// `plans` and their `blocks` in `order`, with `deps` renumbered to

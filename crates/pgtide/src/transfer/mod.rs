@@ -153,7 +153,11 @@ pub async fn run(
     let (done, mut failure) =
         pool::pool(jobs, (sources, targets), &deps, to, opts, progress.clone()).await;
     let created_oids = created.as_ref().map_or(&[][..], |c| &c.oids[..]);
-    let mut reports = report::tables(&plans, &ranges, done, opts.truncate, created_oids);
+    let truncated = match opts.truncate {
+        true => depends::emptied(&deps, done.iter().map(|(j, _)| j.table)),
+        false => vec![false; plans.len()],
+    };
+    let mut reports = report::tables(&plans, &ranges, done, &truncated, created_oids);
     let created = match created {
         None => None,
         Some(c) => {

@@ -25,7 +25,8 @@ pub struct TableReport {
     pub format: &'static str,
     /// Why that format.
     pub format_reason: String,
-    /// Whether the target was truncated (in the loading transaction).
+    /// Whether the target was emptied by a committed `TRUNCATE` (in a
+    /// loading transaction: its own, or that of a table it references).
     pub truncated: bool,
     /// Whether `COPY ... FREEZE` was used.
     pub freeze: bool,
@@ -115,13 +116,14 @@ impl TransferReport {
 }
 
 /// One report per planned table (plan order): `ranges[i]` jobs planned
-/// for table `i`, `done` the committed jobs, `created` the oids of the
+/// for table `i`, `done` the committed jobs, `truncated[i]` whether a
+/// committed `TRUNCATE` emptied table `i`, `created` the oids of the
 /// tables `--create` made.
 pub(super) fn tables(
     plans: &[Planned],
     ranges: &[usize],
     mut done: Vec<(Job, Done)>,
-    truncated: bool,
+    truncated: &[bool],
     created: &[Oid],
 ) -> Vec<TableReport> {
     let mut reports: Vec<TableReport> = plans
@@ -132,7 +134,7 @@ pub(super) fn tables(
             target: p.target.name.to_string(),
             format: if p.binary { "binary" } else { "text" },
             format_reason: p.format_reason.clone(),
-            truncated,
+            truncated: truncated[i],
             freeze: p.freeze,
             freeze_reason: p.freeze_reason.clone(),
             rows: 0,

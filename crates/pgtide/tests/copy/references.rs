@@ -118,3 +118,34 @@ async fn partitions_are_tied_through_their_parents_and_cycles_refuse_truncate() 
         .get(0);
     assert_eq!(n, 1, "nothing emptied");
 }
+
+/// A `TRUNCATE` the target refuses (a table that is not copied references
+/// it) empties nothing, and the summary does not say it did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_truncate_is_not_reported_as_done() {
+    let (src, dst) = pair().await;
+    both(&src, &dst, "CREATE TABLE fa (id int PRIMARY KEY)").await;
+    dst.client
+        .batch_execute(
+            "CREATE TABLE fb (a int REFERENCES fa);
+             INSERT INTO fa VALUES (1), (2); INSERT INTO fb VALUES (1);",
+        )
+        .await
+        .unwrap();
+    src.client
+        .batch_execute("INSERT INTO fa VALUES (7)")
+        .await
+        .unwrap();
+    let mut o = TransferOptions::new(names(&["public.fa"]));
+    o.truncate = true;
+    let report = super::copy(&src, &dst, &o).await;
+    assert!(report.failure.is_some(), "the TRUNCATE is refused");
+    assert!(!report.tables[0].truncated, "{:?}", report.tables[0]);
+    let n: i64 = dst
+        .client
+        .query_one("SELECT count(*) FROM fa", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 2, "fa as it was");
+}
