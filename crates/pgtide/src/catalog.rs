@@ -147,12 +147,15 @@ pub fn column_list(columns: &[&Column]) -> String {
 /// drop and rebuild, so such an index stays: the replica identity (a
 /// publication's updates would fail without it), the CLUSTER mark, a
 /// comment, a column's statistics target, a tablespace other than the
-/// database's default (`pg_get_indexdef` leaves it out, as pg_dump does).
+/// database's default (`pg_get_indexdef` leaves it out, as pg_dump does);
+/// and a partition's index attached to its parent's, which the server
+/// refuses to drop alone.
 pub const INDEX_REBUILT_WHOLE: &str = "NOT i.indisreplident AND NOT i.indisclustered \
      AND pg_catalog.obj_description(i.indexrelid, 'pg_class') IS NULL \
      AND (SELECT x.reltablespace FROM pg_catalog.pg_class x WHERE x.oid = i.indexrelid) = 0 \
      AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = i.indexrelid \
-                     AND coalesce(a.attstattarget, -1) <> -1)";
+                     AND coalesce(a.attstattarget, -1) <> -1) \
+     AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits h WHERE h.inhrelid = i.indexrelid)";
 
 /// The part of a missing table's hint that only a load can act on
 /// (`pgtide copy` replaces it by its own).

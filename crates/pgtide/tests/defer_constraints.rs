@@ -282,6 +282,32 @@ async fn duplicates_fail_the_load_naming_the_constraint_and_stay_restorable() {
     assert!(saved(&db).await.is_empty());
 }
 
+/// One index that cannot be built does not keep the others from being
+/// built, even on one session (indexes are built in name order: dd1_pkey
+/// fails before dd1_s_key is tried), and the summary names it.
+#[tokio::test]
+async fn a_failed_rebuild_leaves_the_others_built() {
+    let db = Db::start().await;
+    table(&db, "dd1").await;
+    let mut data = rows(500);
+    data.extend_from_slice(b"17,3,other\n");
+    let mut o = options(&db, &data, "dd1");
+    o.workers = 1;
+    let r = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+        .await
+        .unwrap();
+    assert!(r.failure.is_some(), "the primary key cannot come back");
+    let kept = saved(&db).await;
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept[0].constraint.as_ref().unwrap().name, "dd1_pkey");
+    assert_eq!(constraint_count(&db, "dd1").await, 1, "dd1_s_key is back");
+    assert!(
+        r.notes.iter().any(|n| n.contains("not built: dd1_pkey")),
+        "{:?}",
+        r.notes
+    );
+}
+
 #[tokio::test]
 async fn refusals_leave_the_table_as_it_was() {
     let db = Db::start().await;

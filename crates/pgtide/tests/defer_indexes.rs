@@ -165,4 +165,25 @@ async fn a_partitioned_table_is_refused_before_anything_is_written() {
             .contains("--defer-indexes works on a plain table"),
         "{e}"
     );
+    // A partition loads, keeping the index attached to its parent's (the
+    // server refuses to drop it alone) and deferring its own.
+    db.client
+        .batch_execute("CREATE INDEX pt0_own ON pt0 (id)")
+        .await
+        .unwrap();
+    let r = load::run(
+        &db.target,
+        &options(&db, b"1,2\n", "pt0"),
+        Arc::new(Progress::new(2)),
+    )
+    .await
+    .unwrap();
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("1 index dropped") && n.contains("pt0_own")),
+        "{:?}",
+        r.notes
+    );
 }

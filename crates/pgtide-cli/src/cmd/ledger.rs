@@ -88,6 +88,9 @@ pub async fn run(a: LedgerArgs) -> pgtide::Result<u8> {
                 if r.built.is_empty() { "" } else { ": " },
                 r.built.join(", ")
             );
+            if let Some(note) = r.not_built_note() {
+                outln!("{note}");
+            }
             if let Some(e) = r.failure {
                 return Err(e);
             }

@@ -50,6 +50,16 @@ fn exponents_and_nan_make_double() {
         all(&["1e5", "3.14159265358979323846"]),
         SqlType::Numeric(None)
     );
+    // So does one written with an exponent and more than 15 digits.
+    assert_eq!(all(&["2e0", "9007199254740993e0"]), SqlType::Numeric(None));
+    assert_eq!(
+        all(&["1e5", "1.2345678901234567890123e5"]),
+        SqlType::Numeric(None)
+    );
+    assert_eq!(
+        all(&["-123456789012345e3", "0.12345678901234e-7"]),
+        SqlType::Double
+    );
     // NaN alone is no evidence of a number.
     assert_eq!(all(&["NaN", "NaN"]), SqlType::Text);
 }

@@ -160,24 +160,37 @@ fn number(s: &str) -> Option<Class> {
                 ..Class::default()
             })
         }
-        Some(e) => exponent_ok(e).then_some(Class {
-            mask: FLOAT8 | NUMERIC,
-            number: true,
-            floaty: true,
-            ..Class::default()
-        }),
+        Some(e) => exponent_ok(e).then(|| with_exponent(int_part.len() + frac.len(), int_part)),
     }
 }
 
 /// `12e3`, `-1E-5`: an integer mantissa with an exponent.
 fn exponent_only(s: &str) -> Option<Class> {
     let i = s.find(['e', 'E'])?;
-    (plain_digits(&s[..i]).is_some() && exponent_ok(&s[i + 1..])).then_some(Class {
-        mask: FLOAT8 | NUMERIC,
+    let mantissa = &s[..i];
+    (plain_digits(mantissa).is_some() && exponent_ok(&s[i + 1..]))
+        .then(|| with_exponent(mantissa.len(), mantissa))
+}
+
+/// A number written with an exponent, whose mantissa is `len` bytes
+/// starting with `int_part`: double precision only when it keeps the
+/// value, i.e. for at most 15 significant digits (`9007199254740993e0`
+/// would become ...992); `numeric` always (never `numeric(p, s)`:
+/// `floaty`).
+fn with_exponent(len: usize, int_part: &str) -> Class {
+    let sign = usize::from(int_part.starts_with('-'));
+    let zeros = int_part[sign..].len() - int_part[sign..].trim_start_matches('0').len();
+    let significant = len.saturating_sub(sign + zeros);
+    let mut mask = NUMERIC;
+    if significant <= 15 {
+        mask |= FLOAT8;
+    }
+    Class {
+        mask,
         number: true,
         floaty: true,
         ..Class::default()
-    })
+    }
 }
 
 /// `[+-]digits`, within double precision's range.

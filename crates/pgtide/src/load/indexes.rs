@@ -240,9 +240,24 @@ pub struct Rebuilt {
     pub built: Vec<String>,
     /// Wall time of the rebuild, in seconds.
     pub seconds: f64,
-    /// The first index that could not be built, and why (its definition
-    /// stays saved).
+    /// Indexes not built (their definitions stay saved): one failure does
+    /// not keep the others from being built.
+    pub not_built: Vec<String>,
+    /// The first index that could not be built, and why.
     pub failure: Option<Error>,
+}
+
+impl Rebuilt {
+    /// What the summary says of the indexes not built, if any.
+    pub fn not_built_note(&self) -> Option<String> {
+        (!self.not_built.is_empty()).then(|| {
+            format!(
+                "not built: {} (kept in {SAVED_TABLE}; fix the cause, then run `pgtide ledger \
+                 restore-indexes`)",
+                self.not_built.join(", ")
+            )
+        })
+    }
 }
 
 /// Builds the saved indexes of the table with `oid` (every table: `None`)
@@ -323,16 +338,20 @@ async fn build_from(
         .await;
         match built {
             Ok(()) => done.lock().expect("rebuild state").built.push(index.name),
+            // The next index is tried all the same: each is independent.
             Err(e) => {
                 let _ = client.batch_execute("ROLLBACK").await;
-                if let Some(c) = &index.constraint {
-                    return Err(constraint_failed(e, &index, c));
-                }
-                return Err(Error::from(e).with_hint(format!(
-                    "index {} of {} is not built; its definition is kept in {SAVED_TABLE}: \
-                     fix the cause, then run `pgtide ledger restore-indexes`",
-                    index.name, index.table
-                )));
+                let error = match &index.constraint {
+                    Some(c) => constraint_failed(e, &index, c),
+                    None => Error::from(e).with_hint(format!(
+                        "index {} of {} is not built; its definition is kept in {SAVED_TABLE}: \
+                         fix the cause, then run `pgtide ledger restore-indexes`",
+                        index.name, index.table
+                    )),
+                };
+                let mut d = done.lock().expect("rebuild state");
+                d.not_built.push(index.name);
+                d.failure = d.failure.take().or(Some(error));
             }
         }
     }

@@ -480,6 +480,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
             r.seconds,
             r.built.join(", ")
         ));
+        report.notes.extend(r.not_built_note());
         if let Some(e) = r.failure {
             report.failure = report.failure.or(Some(e));
         }
