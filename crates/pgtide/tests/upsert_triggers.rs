@@ -77,3 +77,45 @@ async fn each_row_meets_the_before_triggers_whatever_the_chunks() {
         assert_eq!(got, ["c 3"], "chunk {chunk}: one update per row");
     }
 }
+
+/// With `update`, a row whose foreign key points nowhere is refused even
+/// when a later row of its key follows in the same chunk (the merge kept
+/// only the later row, so the first was never checked; outside testing):
+/// as one `INSERT .. ON CONFLICT` per row refuses it.
+#[tokio::test]
+async fn a_row_that_loses_to_a_later_one_is_still_checked_against_foreign_keys() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute(
+            "CREATE TABLE fkq (a text PRIMARY KEY); INSERT INTO fkq VALUES ('p');
+             CREATE TABLE fku (id int PRIMARY KEY, a text REFERENCES fkq);",
+        )
+        .await
+        .unwrap();
+    let input = db.file(b"1,nosuch\n1,p\n2,p\n", Compress::None);
+    for rejects in [false, true] {
+        db.client.batch_execute("TRUNCATE fku").await.unwrap();
+        let mut o = LoadOptions::new(
+            vec![input.to_str().unwrap().into()],
+            QualifiedName::parse("fku").unwrap(),
+            CopyFormat::Csv,
+        );
+        o.on_conflict = Some(OnConflict::Update);
+        o.rejects = rejects.then(|| input.with_extension(format!("rej{rejects}")));
+        let r = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+            .await
+            .unwrap();
+        if rejects {
+            assert!(r.failure.is_none(), "{:?}", r.failure);
+            assert_eq!((r.rows_loaded, r.rows_rejected), (2, 1));
+            assert_eq!(support::rejected_lines(o.rejects.as_ref().unwrap()), [1]);
+            assert_eq!(
+                texts(&db.client, "SELECT id || ':' || a FROM fku ORDER BY id").await,
+                ["1:p", "2:p"]
+            );
+        } else {
+            let e = r.failure.expect("the first row breaks the foreign key");
+            assert_eq!(e.sqlstate(), Some("23503"), "{e}");
+        }
+    }
+}

@@ -343,7 +343,7 @@ pub async fn resolve(
     }
     let loaded: Vec<String> = columns.iter().map(|c| quote(&c.name)).collect();
     let same = Unchanged::resolve(client, table, mode, major).await?;
-    let rounds = rounds::needed(client, table, major)
+    let rounds = rounds::needed(client, table, major, mode)
         .await?
         .then(|| rounds::Rounds::new(table, &loaded, chosen, (mode, same)));
     let round_column = match &rounds {

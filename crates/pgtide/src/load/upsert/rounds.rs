@@ -1,6 +1,7 @@
 //! `--on-conflict` into a table with BEFORE row triggers on INSERT or
-//! UPDATE: the merge goes in rounds, so that every row of the file meets
-//! the triggers as one `INSERT .. ON CONFLICT` per row would have it.
+//! UPDATE (or, with `update`, foreign keys): the merge goes in rounds, so
+//! that every row of the file meets the triggers (and the foreign key
+//! checks) as one `INSERT .. ON CONFLICT` per row would have it.
 //!
 //! The usual merge keeps one row per key (the last, or the first with
 //! `skip`), so a trigger saw one row where the file had several: a
@@ -27,15 +28,27 @@ use crate::ident::quote;
 const ROUND: &str = "pgtide_round";
 
 /// Whether the table (or a partition) has a BEFORE row trigger on INSERT
-/// or UPDATE (tgtype: ROW 1 | BEFORE 2, INSERT 4, UPDATE 16).
-pub(super) async fn needed(client: &Client, table: &Table, major: u32) -> Result<bool> {
+/// or UPDATE (tgtype: ROW 1 | BEFORE 2, INSERT 4, UPDATE 16); or, with
+/// `update`, a foreign key: a row that loses to a later row of its key
+/// is never written by the usual merge, so its foreign key would go
+/// unchecked, where one `INSERT .. ON CONFLICT` per row checks it (with
+/// `skip`, a losing row conflicts and is written by neither).
+pub(super) async fn needed(
+    client: &Client,
+    table: &Table,
+    major: u32,
+    mode: OnConflict,
+) -> Result<bool> {
+    let tables = tables_sql(major);
     let sql = format!(
-        "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid IN ({}) AND {} \
-                        AND tgenabled <> 'D' AND tgtype & 3 = 3 AND tgtype & 20 <> 0)",
-        tables_sql(major),
+        "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid IN ({tables}) AND {} \
+                        AND tgenabled <> 'D' AND tgtype & 3 = 3 AND tgtype & 20 <> 0) \
+             OR ($2 AND EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid IN ({tables}) \
+                                AND contype = 'f'))",
         triggers_seen_sql(major)
     );
-    Ok(client.query_one(&sql, &[&table.oid]).await?.get(0))
+    let update = mode == OnConflict::Update;
+    Ok(client.query_one(&sql, &[&table.oid, &update]).await?.get(0))
 }
 
 /// The statements of a merge in rounds.
