@@ -1,9 +1,19 @@
--- Columns of the remote table $1 (quoted, schema-qualified): name, its
--- type's schema and name, typmod, and the type as SQL spells it. On the
--- shard, to compare with the coordinator's (shard/remote_check.rs).
-SELECT a.attname::text, n.nspname::text, t.typname::text, a.atttypmod,
+-- Columns of the remote table $1 (quoted, schema-qualified), on the
+-- shard: name, then what shard_type_detail.sql gives for its type (with
+-- the column's typmod), then the type as SQL spells it.
+SELECT a.attname::text,
+       n.nspname::text, t.typname::text, a.atttypmod,
+       b.typtype::text, bn.nspname::text,
+       CASE WHEN b.typtype = 'e' THEN
+           ARRAY(SELECT e.enumlabel::text FROM pg_catalog.pg_enum e
+                 WHERE e.enumtypid = b.oid ORDER BY e.enumsortorder)
+       END,
+       t.typcategory = 'A',
        pg_catalog.format_type(a.atttypid, a.atttypmod)
 FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
 JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
+JOIN pg_catalog.pg_type b ON b.oid = CASE WHEN t.typcategory = 'A' AND t.typelem <> 0
+                                          THEN t.typelem ELSE t.oid END
+JOIN pg_catalog.pg_namespace bn ON bn.oid = b.typnamespace
 WHERE a.attrelid = pg_catalog.to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped

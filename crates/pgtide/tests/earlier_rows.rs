@@ -130,3 +130,51 @@ async fn a_trigger_that_looks_for_an_earlier_row_finds_it() {
     assert_eq!(report.rows_rejected, 0);
     assert_eq!(count(&db, "SELECT count(*) FROM tr").await, 600);
 }
+
+/// A key that clashes with an earlier row of the same statement which is
+/// itself refused at the statement's end (its foreign key) loads, as it
+/// does row by row: `2,99` is refused (no parent 99), then `2,1` loads.
+#[tokio::test]
+async fn a_clash_with_a_row_refused_later_is_judged_again() {
+    let db = Db::start().await;
+    let data = "1,1\n2,99\n2,1\n3,1\n";
+    for (run, method) in [Method::Copy, Method::Binary, Method::Pipeline]
+        .into_iter()
+        .enumerate()
+    {
+        let (p, t) = (format!("par{run}"), format!("kid{run}"));
+        db.client
+            .batch_execute(&format!(
+                "CREATE TABLE {p} (id int PRIMARY KEY); INSERT INTO {p} VALUES (1);
+                 CREATE TABLE {t} (id int PRIMARY KEY, pid int REFERENCES {p});"
+            ))
+            .await
+            .unwrap();
+        let input = db.file(data.as_bytes(), support::Compress::None);
+        let mut o = LoadOptions::new(
+            vec![input.to_str().unwrap().into()],
+            QualifiedName::parse(&t).unwrap(),
+            CopyFormat::Csv,
+        );
+        o.method = method;
+        o.rejects = Some(input.with_extension("rejects"));
+        let report = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+            .await
+            .expect("load starts");
+        assert!(report.failure.is_none(), "{method:?}: {:?}", report.failure);
+        assert_eq!(
+            support::rejected_lines(o.rejects.as_ref().unwrap()),
+            [2],
+            "{method:?}"
+        );
+        assert_eq!(
+            support::texts(
+                &db.client,
+                &format!("SELECT id || ':' || pid FROM {t} ORDER BY id")
+            )
+            .await,
+            ["1:1", "2:1", "3:1"],
+            "{method:?}"
+        );
+    }
+}

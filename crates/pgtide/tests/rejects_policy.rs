@@ -25,7 +25,11 @@ async fn rows_a_policy_refuses_are_rejected_and_the_rest_load() {
              ALTER TABLE p ENABLE ROW LEVEL SECURITY;
              CREATE POLICY ins ON p FOR INSERT TO tenant WITH CHECK (a % 4 <> 0);
              CREATE POLICY sel ON p FOR SELECT TO tenant USING (true);
-             GRANT SELECT, INSERT ON p TO tenant;",
+             GRANT SELECT, INSERT ON p TO tenant;
+             CREATE TABLE closed (a int PRIMARY KEY, b text);
+             ALTER TABLE closed ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY sel ON closed FOR SELECT TO tenant USING (true);
+             GRANT SELECT, INSERT ON closed TO tenant;",
         )
         .await
         .unwrap();
@@ -39,6 +43,19 @@ async fn rows_a_policy_refuses_are_rejected_and_the_rest_load() {
     .unwrap();
     let data: String = (1..=200).map(|a| format!("{a},x\n")).collect();
     let input = db.file(data.as_bytes(), support::Compress::None);
+    // No policy lets the role insert: every row would be refused, which
+    // is the table's setting, not 200 bad rows.
+    let mut o = LoadOptions::new(
+        vec![input.to_str().unwrap().into()],
+        QualifiedName::parse("closed").unwrap(),
+        CopyFormat::Csv,
+    );
+    o.method = Method::Pipeline;
+    o.rejects = Some(input.with_extension("closed"));
+    let e = load::run(&tenant, &o, Arc::new(Progress::new(1)))
+        .await
+        .expect_err("refused before loading");
+    assert!(e.message().contains("lets this role insert no row"), "{e}");
     for method in [Method::Pipeline, Method::Values, Method::Insert] {
         for workers in [1, 3] {
             db.client.batch_execute("TRUNCATE p").await.unwrap();

@@ -1,8 +1,8 @@
 //! A row routed on the client is stored as a load through the
 //! coordinator's parent table would store it (outside testing found two
 //! ways it was not, both silent):
-//! - the shard's session read dates, times, intervals and arrays with
-//!   the shard's own settings (of its role or database), not with the
+//! - the shard's session read dates, times and intervals with the
+//!   shard's own settings (of its role or database), not with the
 //!   coordinator's;
 //! - a remote column of another type than the foreign table's (plain
 //!   `numeric` behind `numeric(10,2)`) kept digits the coordinator rounds.
@@ -44,8 +44,7 @@ async fn routed_rows_are_read_as_the_coordinator_reads_them() {
                  SERVER shard2 OPTIONS (table_name 'r1');
              CREATE TABLE want ({COLUMNS});
              ALTER ROLE CURRENT_USER SET DateStyle = 'ISO, DMY';
-             ALTER ROLE CURRENT_USER SET TimeZone = 'Asia/Tokyo';
-             ALTER ROLE CURRENT_USER SET array_nulls = off;"
+             ALTER ROLE CURRENT_USER SET TimeZone = 'Asia/Tokyo';"
         ))
         .await
         .unwrap();
@@ -102,4 +101,58 @@ async fn routed_rows_are_read_as_the_coordinator_reads_them() {
         .unwrap()
         .get(0);
     assert!(stored > 0, "some rows hash to r1");
+}
+
+/// What only the coordinator path reads as the parent would store it goes
+/// through the coordinator: a domain (the shard's of the same name may
+/// check less), and arrays when `array_nulls` differs (postgres_fdw reads
+/// a value with the coordinator's, then again with the shard's).
+#[tokio::test]
+async fn domains_and_differing_array_nulls_go_through_the_coordinator() {
+    let db = Db::start().await;
+    let (_shards, remote) = support::shard_server(&db).await;
+    remote
+        .batch_execute(
+            "CREATE DOMAIN pd AS int;
+             CREATE TABLE rd (k int, p pd);
+             CREATE TABLE ra (k int, a text[]);",
+        )
+        .await
+        .unwrap();
+    db.client
+        .batch_execute(
+            "CREATE DOMAIN pd AS int CHECK (VALUE > 0);
+             CREATE TABLE d (k int, p pd) PARTITION BY LIST (k);
+             CREATE FOREIGN TABLE d0 PARTITION OF d FOR VALUES IN (1, 2)
+                 SERVER shard2 OPTIONS (table_name 'rd');
+             CREATE TABLE a (k int, a text[]) PARTITION BY LIST (k);
+             CREATE FOREIGN TABLE a0 PARTITION OF a FOR VALUES IN (1, 2)
+                 SERVER shard2 OPTIONS (table_name 'ra');
+             ALTER ROLE CURRENT_USER SET array_nulls = off;",
+        )
+        .await
+        .unwrap();
+    let load = |table: &str, csv: &str| {
+        let path = db.file(csv.as_bytes(), support::Compress::None);
+        let opts = LoadOptions::new(
+            vec![path.to_string_lossy().into_owned()],
+            QualifiedName::parse(table).unwrap(),
+            CopyFormat::Csv,
+        );
+        let target = db.target.clone();
+        async move {
+            pgtide::load::run(&target, &opts, Arc::new(Progress::new(1)))
+                .await
+                .unwrap()
+        }
+    };
+    // The coordinator's domain refuses -3, as \copy into d would.
+    let r = load("d", "1,5\n2,-3\n").await;
+    let e = r.failure.expect("the domain's CHECK refuses -3");
+    assert_eq!(e.sqlstate(), Some("23514"), "{e}");
+    // Arrays: what \copy into the parent stores, a string "NULL" here.
+    let r = load("a", "1,\"{x,NULL}\"\n").await;
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    let stored = support::texts(&remote, "SELECT (a[2] IS NULL)::text FROM ra").await;
+    assert_eq!(stored, ["false"]);
 }

@@ -1,6 +1,7 @@
 //! Checks that run before anything touches the table: options and their
 //! limits, inputs that can be opened, a reject path that destroys nothing,
-//! and FORCE_NULL / FORCE_NOT_NULL columns that are loaded.
+//! FORCE_NULL / FORCE_NOT_NULL columns that are loaded, and (on the
+//! server) a row-level security that would refuse every row.
 
 use super::{ledger, upsert, LoadOptions, MAX_CHUNK_BYTES, MAX_WORKERS};
 use crate::catalog::{self, Table};
@@ -89,4 +90,33 @@ pub(super) fn forced_columns(
         }
     }
     Ok(())
+}
+
+/// Refuses a table whose row-level security applies to this role with no
+/// permissive policy for INSERT: the server then refuses every row with
+/// the message of a policy violation, which `--rejects` would take for
+/// bad rows (each row rejected, the load "done").
+pub(super) async fn insert_policy(client: &tokio_postgres::Client, table: &Table) -> Result<()> {
+    if table.oid == 0 {
+        return Ok(()); // made by --create: no policy yet
+    }
+    let refused: bool = client
+        .query_one(
+            include_str!("../../sql/load_no_insert_policy.sql"),
+            &[&table.oid],
+        )
+        .await?
+        .get(0);
+    match refused {
+        false => Ok(()),
+        true => Err(Error::config(format!(
+            "row-level security on {} lets this role insert no row: no permissive policy FOR \
+             INSERT (or ALL) applies to it, so the server would refuse every row",
+            table.name
+        ))
+        .with_hint(
+            "create a policy that lets the role insert (CREATE POLICY .. FOR INSERT TO role \
+             WITH CHECK (..)), or load as the table's owner",
+        )),
+    }
 }

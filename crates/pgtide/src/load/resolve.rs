@@ -126,6 +126,7 @@ pub(super) async fn find(target: &Target, opts: &LoadOptions) -> Result<Found> {
         created,
     };
     super::checks::forced_columns(&opts.copy, &found.columns(opts)?, &found.table)?;
+    super::checks::insert_policy(&found.control, &found.table).await?;
     if opts.defer_constraints {
         super::constraints::check(&found.control, opts, &found.table).await?;
     }

@@ -359,7 +359,7 @@ pub async fn run(
                     Error::config(format!(
                         "{}: cannot take the coordinator's settings ({}): {}",
                         s.label,
-                        remote_check::READ_SETTINGS.join(", "),
+                        remote_check::SET_ON_SHARDS.join(", "),
                         e.message()
                     ))
                     .with_hint("--route coordinator loads through the coordinator")

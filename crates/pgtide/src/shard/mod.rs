@@ -53,8 +53,8 @@ pub struct Plan {
     pub columns: Vec<String>,
     /// [`Tree::fields_read`], once.
     pub fields_read: usize,
-    /// The coordinator session's settings that decide how values are read
-    /// ([`remote_check::READ_SETTINGS`]), for the shards' sessions.
+    /// The coordinator session's settings that shard sessions take
+    /// ([`remote_check::SET_ON_SHARDS`]).
     pub settings: Vec<(String, String)>,
 }
 
@@ -91,7 +91,8 @@ impl Plan {
         overrides: &Overrides,
         env: &Env,
     ) -> Result<Plan> {
-        let settings = remote_check::read_settings(client, columns).await?;
+        let settings = remote_check::read_settings(client).await?;
+        let passed_on = remote_check::passed_on(client).await?;
         client.batch_execute(tree::session_sql()).await?;
         let cols: Vec<(String, u32, i32)> = columns
             .iter()
@@ -139,7 +140,7 @@ impl Plan {
             columns: names,
             settings,
         };
-        remote_check::check_types(client, columns, &mut plan).await?;
+        remote_check::check_types(client, columns, &passed_on, &mut plan).await?;
         Ok(plan)
     }
 

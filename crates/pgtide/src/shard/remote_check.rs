@@ -7,14 +7,20 @@
 //!   refuses a too long `varchar(3)`; a domain checks its constraints),
 //!   then sent on. Straight into the remote table it is read by the remote
 //!   column's type. So a leaf is loaded directly only when every loaded
-//!   column has the same type (schema, name, typmod) on both sides
-//!   ([`check_types`]).
+//!   column has the same type on both sides (schema, name, typmod; an
+//!   enum's labels), and no loaded column is of a domain, composite or
+//!   range type of the user's, whose definitions could differ behind one
+//!   name ([`check_types`]).
 //! - **Settings.** Through the coordinator, dates, times and intervals
 //!   are read with the coordinator session's DateStyle, TimeZone and
-//!   IntervalStyle (postgres_fdw then sends them in a fixed form). A
-//!   session on a shard would read them with the shard's own settings
-//!   (of its role or database), so it takes the coordinator's
-//!   ([`READ_SETTINGS`], [`apply_settings`]).
+//!   IntervalStyle (postgres_fdw then sends them in a form that needs no
+//!   setting). A session on a shard would read them with the shard's own
+//!   settings (of its role or database), so it takes the coordinator's
+//!   ([`SET_ON_SHARDS`], [`apply_settings`]). `array_nulls`, `xmloption`
+//!   and `lc_monetary` are not pinned by postgres_fdw: a value is read by
+//!   the coordinator's, then read again by the shard's. Where the two
+//!   differ and a loaded column reads it, the leaf goes through the
+//!   coordinator ([`PASSED_ON`]).
 
 use tokio_postgres::Client;
 
@@ -22,30 +28,20 @@ use super::{LeafRoute, Plan};
 use crate::catalog::Column;
 use crate::error::Result;
 
-/// Settings that decide how a value's text is read into its type (input
-/// functions), beyond the server's encoding.
-pub const READ_SETTINGS: &[&str] = &[
-    "DateStyle",
-    "TimeZone",
-    "IntervalStyle",
-    "array_nulls",
-    "xmloption",
-    "lc_monetary",
+/// Settings that shard sessions take from the coordinator's session.
+pub const SET_ON_SHARDS: &[&str] = &["DateStyle", "TimeZone", "IntervalStyle"];
+
+/// Settings read on both sides by the coordinator path, and the types
+/// (OIDs, with their arrays) that they change the reading of.
+const PASSED_ON: &[(&str, &[u32])] = &[
+    ("array_nulls", &[]), // every array: see `Detail::array`
+    ("xmloption", &[142, 143]),
+    ("lc_monetary", &[790, 791]),
 ];
 
-/// `money` and `money[]`: the only columns `lc_monetary` reads.
-const MONEY_TYPES: [u32; 2] = [790, 791];
-
-/// The coordinator session's values of [`READ_SETTINGS`], read on a fresh
-/// session of its own before anything changed them. `lc_monetary` only
-/// when a `money` column is loaded: a shard may lack the locale.
-pub async fn read_settings(client: &Client, columns: &[&Column]) -> Result<Vec<(String, String)>> {
-    let money = columns.iter().any(|c| MONEY_TYPES.contains(&c.type_oid));
-    let names: Vec<String> = READ_SETTINGS
-        .iter()
-        .filter(|s| money || **s != "lc_monetary")
-        .map(|s| (*s).to_owned())
-        .collect();
+/// The coordinator session's values of `names`.
+async fn settings(client: &Client, names: &[&str]) -> Result<Vec<(String, String)>> {
+    let names: Vec<String> = names.iter().map(|s| (*s).to_owned()).collect();
     let rows = client
         .query(
             "SELECT n, pg_catalog.current_setting(n) FROM unnest($1::text[]) AS n",
@@ -55,8 +51,14 @@ pub async fn read_settings(client: &Client, columns: &[&Column]) -> Result<Vec<(
     Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
-/// Gives a shard's session the coordinator's `settings` (only those that
-/// differ, so that a locale the shard lacks matters only when it differs).
+/// The coordinator session's values of [`SET_ON_SHARDS`], read on a
+/// fresh session of its own before anything changed them.
+pub async fn read_settings(client: &Client) -> Result<Vec<(String, String)>> {
+    settings(client, SET_ON_SHARDS).await
+}
+
+/// Gives a shard's session the coordinator's `settings` (those that
+/// differ).
 pub async fn apply_settings(client: &Client, settings: &[(String, String)]) -> Result<()> {
     let (names, values): (Vec<String>, Vec<String>) = settings.iter().cloned().unzip();
     client
@@ -72,34 +74,97 @@ pub async fn apply_settings(client: &Client, settings: &[(String, String)]) -> R
 
 /// A column's type, as both servers can compare it.
 #[derive(Debug, PartialEq, Eq)]
-struct TypeId {
+struct Detail {
     schema: String,
     name: String,
     typmod: i32,
+    /// `typtype` of the type, or of its element for an array.
+    kind: String,
+    /// Schema of the type, or of its element for an array.
+    base_schema: String,
+    /// An enum's labels in order (or its array's element's).
+    labels: Option<Vec<String>>,
+    /// An array type.
+    array: bool,
 }
 
-/// Sends each foreign leaf whose remote columns differ in type from the
-/// coordinator's through the coordinator, with the reason. `client` is a
-/// coordinator session; `columns` the loaded columns. A server that
+impl Detail {
+    fn from_row(row: &tokio_postgres::Row, at: usize) -> Detail {
+        Detail {
+            schema: row.get(at),
+            name: row.get(at + 1),
+            typmod: row.get(at + 2),
+            kind: row.get(at + 3),
+            base_schema: row.get(at + 4),
+            labels: row.get(at + 5),
+            array: row.get(at + 6),
+        }
+    }
+
+    /// A type of the user's whose definition, not its name, says how a
+    /// value is read (and that could differ on the shard behind one name).
+    fn defined_by_user(&self) -> bool {
+        matches!(self.kind.as_str(), "d" | "c" | "r" | "m") && self.base_schema != "pg_catalog"
+    }
+}
+
+/// A shard's session for the checks, and its values of the settings read.
+type Shard = (Client, Vec<(String, String)>);
+
+/// Sends each foreign leaf that would store a value otherwise than the
+/// coordinator through the coordinator, with the reason. `client` is a
+/// coordinator session whose settings are the load's (`settings`: its
+/// values of [`PASSED_ON`]); `columns` the loaded columns. A server that
 /// cannot be reached now is left as it is: the load's own connection
 /// reports it.
-pub async fn check_types(client: &Client, columns: &[&Column], plan: &mut Plan) -> Result<()> {
+pub async fn check_types(
+    client: &Client,
+    columns: &[&Column],
+    settings: &[(String, String)],
+    plan: &mut Plan,
+) -> Result<()> {
     let mut ours = Vec::with_capacity(columns.len());
     for c in columns {
         let row = client
             .query_one(
-                "SELECT n.nspname::text, t.typname::text FROM pg_catalog.pg_type t \
-                 JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE t.oid = $1",
+                include_str!("../../sql/shard_type_detail.sql"),
                 &[&c.type_oid],
             )
             .await?;
-        ours.push(TypeId {
-            schema: row.get(0),
-            name: row.get(1),
-            typmod: c.typmod,
-        });
+        let mut d = Detail::from_row(&row, 0);
+        d.typmod = c.typmod;
+        if d.defined_by_user() {
+            let why = format!(
+                "column {:?} is of type {}, defined on the coordinator: its values are read by \
+                 that definition",
+                c.name, c.type_name
+            );
+            for route in plan.routes.iter_mut() {
+                if matches!(route, LeafRoute::Remote(_)) {
+                    *route = LeafRoute::Coordinator(why.clone());
+                }
+            }
+            return Ok(());
+        }
+        ours.push(d);
     }
-    let mut sessions: Vec<(String, Option<Client>)> = Vec::new();
+    // The passed-on settings that a loaded column reads.
+    let read: Vec<&(String, String)> = settings
+        .iter()
+        .filter(|(name, _)| {
+            PASSED_ON.iter().any(|(n, oids)| {
+                n == name
+                    && columns
+                        .iter()
+                        .zip(&ours)
+                        .any(|(c, d)| match oids.is_empty() {
+                            true => d.array,
+                            false => oids.contains(&c.type_oid),
+                        })
+            })
+        })
+        .collect();
+    let mut sessions: Vec<(String, Option<Shard>)> = Vec::new();
     for route in plan.routes.iter_mut() {
         let LeafRoute::Remote(r) = route else {
             continue;
@@ -107,43 +172,58 @@ pub async fn check_types(client: &Client, columns: &[&Column], plan: &mut Plan) 
         let at = match sessions.iter().position(|(s, _)| *s == r.server) {
             Some(i) => i,
             None => {
-                sessions.push((r.server.clone(), r.target.connect().await.ok()));
+                let session = match r.target.connect().await {
+                    Ok(c) => {
+                        let names: Vec<&str> = read.iter().map(|(n, _)| n.as_str()).collect();
+                        let theirs = self::settings(&c, &names).await?;
+                        Some((c, theirs))
+                    }
+                    Err(_) => None,
+                };
+                sessions.push((r.server.clone(), session));
                 sessions.len() - 1
             }
         };
-        let Some(remote) = &sessions[at].1 else {
+        let Some((remote, theirs)) = &sessions[at].1 else {
             continue;
         };
+        let mut why =
+            read.iter()
+                .zip(theirs)
+                .find(|((_, a), (_, b))| a != b)
+                .map(|((name, a), (_, b))| {
+                    format!(
+                        "{name} is {a} here and {b} on server {} (postgres_fdw would read values \
+                     with both)",
+                        r.server
+                    )
+                });
         let rows = remote
             .query(
                 include_str!("../../sql/shard_remote_types.sql"),
                 &[&r.table.quoted()],
             )
             .await?;
-        let mut why = None;
         for ((c, theirs_name), ours) in columns.iter().zip(&r.columns).zip(&ours) {
+            if why.is_some() {
+                break;
+            }
             let Some(row) = rows
                 .iter()
                 .find(|row| row.get::<_, String>(0) == *theirs_name)
             else {
                 continue; // the remote COPY names the missing column
             };
-            let theirs = TypeId {
-                schema: row.get(1),
-                name: row.get(2),
-                typmod: row.get(3),
-            };
-            if theirs != *ours {
+            if Detail::from_row(row, 1) != *ours {
                 why = Some(format!(
                     "column {:?} is {} here and {} in {} on server {} (the coordinator reads \
                      values by its own type)",
                     c.name,
                     c.type_name,
-                    row.get::<_, String>(4),
+                    row.get::<_, String>(8),
                     r.table,
                     r.server
                 ));
-                break;
             }
         }
         if let Some(why) = why {
@@ -151,4 +231,10 @@ pub async fn check_types(client: &Client, columns: &[&Column], plan: &mut Plan) 
         }
     }
     Ok(())
+}
+
+/// The coordinator session's values of [`PASSED_ON`].
+pub async fn passed_on(client: &Client) -> Result<Vec<(String, String)>> {
+    let names: Vec<&str> = PASSED_ON.iter().map(|(n, _)| *n).collect();
+    settings(client, &names).await
 }
