@@ -70,6 +70,26 @@ async fn routed_rows_are_read_as_the_coordinator_reads_them() {
         QualifiedName::parse("s").unwrap(),
         CopyFormat::Csv,
     );
+    // --explain names each leaf's way, and why s1's is the coordinator.
+    let plan = pgtide::load::explain(&db.target, &opts).await.unwrap();
+    let leaves: Vec<&str> = plan
+        .lines
+        .iter()
+        .filter(|(what, _)| what == "leaf")
+        .map(|(_, how)| how.as_str())
+        .collect();
+    assert!(
+        leaves
+            .iter()
+            .any(|l| l.contains("s0 -> ") && l.contains("r0 on shard2")),
+        "{leaves:?}"
+    );
+    assert!(
+        leaves
+            .iter()
+            .any(|l| l.contains("s1 -> through the coordinator") && l.contains("\"amt\"")),
+        "{leaves:?}"
+    );
     let report = pgtide::load::run(&db.target, &opts, Arc::new(Progress::new(1)))
         .await
         .unwrap();

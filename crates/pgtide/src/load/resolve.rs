@@ -325,6 +325,7 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
     );
     let mut on_client = false;
     if table.kind == 'p' {
+        let mut leaves = Vec::new();
         let routed = match sharded::plan(target, opts, table, &columns).await? {
             _ if opts.on_conflict.is_some() || opts.single_transaction => {
                 "through the parent table (--on-conflict and --single-transaction are not \
@@ -333,14 +334,35 @@ pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
             }
             Ok(plan) => {
                 on_client = true;
+                let (each, nodes) = plan.explain();
+                leaves.extend(each.into_iter().map(|l| {
+                    match (l.server, l.remote_table, l.reason) {
+                        (Some(server), Some(remote), _) => {
+                            format!("{} -> {remote} on {server}", l.partition)
+                        }
+                        (_, _, Some(why)) => {
+                            format!("{} -> through the coordinator: {why}", l.partition)
+                        }
+                        _ => format!("{} -> {}", l.partition, l.route),
+                    }
+                }));
+                leaves.extend(
+                    nodes
+                        .into_iter()
+                        .map(|(node, why)| format!("{node} -> through the coordinator: {why}")),
+                );
                 format!(
-                "on the client: each row to its leaf ({} leaves), foreign leaves by COPY on their own servers",
-                plan.tree.leaves.len()
+                    "on the client: each row to its leaf ({} leaves), foreign leaves by COPY on \
+                     their own servers",
+                    plan.tree.leaves.len()
                 )
             }
             Err(why) => format!("through the parent table: {why}"),
         };
         x.say("routing", routed);
+        for leaf in leaves {
+            x.say("leaf", leaf);
+        }
     }
     // Explaining creates nothing: without a ledger yet, there is nothing
     // to skip, and the plan is resolved as for a fresh load (which would
