@@ -20,7 +20,7 @@
 //!   and `lc_monetary` are not pinned by postgres_fdw: a value is read by
 //!   the coordinator's, then read again by the shard's. Where the two
 //!   differ and a loaded column reads it, the leaf goes through the
-//!   coordinator ([`PASSED_ON`]).
+//!   coordinator (`PASSED_ON`).
 
 use tokio_postgres::Client;
 
@@ -114,7 +114,7 @@ type Shard = (Client, Vec<(String, String)>);
 /// Sends each foreign leaf that would store a value otherwise than the
 /// coordinator through the coordinator, with the reason. `client` is a
 /// coordinator session whose settings are the load's (`settings`: its
-/// values of [`PASSED_ON`]); `columns` the loaded columns. A server that
+/// values of `PASSED_ON`); `columns` the loaded columns. A server that
 /// cannot be reached now is left as it is: the load's own connection
 /// reports it.
 pub async fn check_types(
@@ -233,7 +233,7 @@ pub async fn check_types(
     Ok(())
 }
 
-/// The coordinator session's values of [`PASSED_ON`].
+/// The coordinator session's values of `PASSED_ON`.
 pub async fn passed_on(client: &Client) -> Result<Vec<(String, String)>> {
     let names: Vec<&str> = PASSED_ON.iter().map(|(n, _)| *n).collect();
     settings(client, &names).await
