@@ -16,7 +16,11 @@ SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_index i
        EXISTS (SELECT 1 FROM pg_catalog.pg_constraint c
                WHERE c.contype = 'f'
                  AND c.conrelid IN (SELECT relid FROM family)
-                 AND c.confrelid IN (SELECT relid FROM family))
+                 AND (c.confrelid IN (SELECT relid FROM family)
+                      -- a partition loaded alone, whose key points at
+                      -- its partitioned ancestor
+                      OR c.confrelid IN (SELECT relid FROM pg_catalog.pg_partition_ancestors(
+                                             pg_catalog.to_regclass($1)))))
     OR EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
                WHERE t.tgrelid IN (SELECT relid FROM family)
                  AND NOT t.tgisinternal AND t.tgenabled <> 'D'

@@ -8,12 +8,12 @@ SELECT a.attname::text,
            ARRAY(SELECT e.enumlabel::text FROM pg_catalog.pg_enum e
                  WHERE e.enumtypid = b.oid ORDER BY e.enumsortorder)
        END,
-       t.typcategory = 'A',
+       t.typtype <> 'd' AND t.typcategory = 'A',
        pg_catalog.format_type(a.atttypid, a.atttypmod)
 FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
 JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
-JOIN pg_catalog.pg_type b ON b.oid = CASE WHEN t.typcategory = 'A' AND t.typelem <> 0
+JOIN pg_catalog.pg_type b ON b.oid = CASE WHEN t.typtype <> 'd' AND t.typcategory = 'A' AND t.typelem <> 0
                                           THEN t.typelem ELSE t.oid END
 JOIN pg_catalog.pg_namespace bn ON bn.oid = b.typnamespace
 WHERE a.attrelid = pg_catalog.to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped

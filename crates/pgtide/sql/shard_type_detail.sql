@@ -9,10 +9,10 @@ SELECT n.nspname::text, t.typname::text, -1::int4,
            ARRAY(SELECT e.enumlabel::text FROM pg_catalog.pg_enum e
                  WHERE e.enumtypid = b.oid ORDER BY e.enumsortorder)
        END,
-       t.typcategory = 'A'
+       t.typtype <> 'd' AND t.typcategory = 'A'
 FROM pg_catalog.pg_type t
 JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
-JOIN pg_catalog.pg_type b ON b.oid = CASE WHEN t.typcategory = 'A' AND t.typelem <> 0
+JOIN pg_catalog.pg_type b ON b.oid = CASE WHEN t.typtype <> 'd' AND t.typcategory = 'A' AND t.typelem <> 0
                                           THEN t.typelem ELSE t.oid END
 JOIN pg_catalog.pg_namespace bn ON bn.oid = b.typnamespace
 WHERE t.oid = $1

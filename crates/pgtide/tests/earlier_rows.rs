@@ -178,3 +178,22 @@ async fn a_clash_with_a_row_refused_later_is_judged_again() {
         );
     }
 }
+
+/// Into a partition loaded alone, whose foreign key points at its
+/// partitioned parent (the constraint's copy on the partition references
+/// the parent, not the partition).
+#[tokio::test]
+async fn a_partition_whose_key_points_at_its_parent_waits_too() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute(
+            "CREATE TABLE pf (id int PRIMARY KEY, parent int REFERENCES pf (id))
+                 PARTITION BY RANGE (id);
+             CREATE TABLE pf0 PARTITION OF pf FOR VALUES FROM (0) TO (100000);",
+        )
+        .await
+        .unwrap();
+    let report = load(&db, "pf0", &parents_first(600, None), Method::Copy, true).await;
+    assert!(report.failure.is_none(), "{:?}", report.failure);
+    assert_eq!((report.rows_loaded, report.rows_rejected), (600, 0));
+}

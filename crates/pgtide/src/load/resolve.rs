@@ -126,7 +126,10 @@ pub(super) async fn find(target: &Target, opts: &LoadOptions) -> Result<Found> {
         created,
     };
     super::checks::forced_columns(&opts.copy, &found.columns(opts)?, &found.table)?;
-    super::checks::insert_policy(&found.control, &found.table).await?;
+    // With --sql the statement is the user's: it may insert elsewhere.
+    if opts.sql.is_none() {
+        super::checks::insert_policy(&found.control, &found.table).await?;
+    }
     if opts.defer_constraints {
         super::constraints::check(&found.control, opts, &found.table).await?;
     }

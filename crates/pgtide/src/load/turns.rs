@@ -99,10 +99,11 @@ impl Turns {
         self.earlier_matters
     }
 
-    /// Waits until every chunk before `seq` is over (or one failed: the
-    /// load stops anyway).
-    pub async fn after_earlier(&self, seq: u64) {
-        self.order.wait(seq).await;
+    /// Waits until every chunk before `seq` is over: true; false when one
+    /// of them failed (the load stops, and this chunk must not take
+    /// effect).
+    pub async fn after_earlier(&self, seq: u64) -> bool {
+        self.order.wait(seq).await
     }
 
     /// Backend `pid` began a transaction for chunk `seq`.

@@ -121,7 +121,12 @@ pub(super) async fn work(
         // earlier chunk is over: the chunk is loaded again then.
         let attempt = match (attempt, &ctx.turns) {
             (Some(Err(e)), Some(turns)) if turns.earlier_may_matter(&e) => {
-                turns.after_earlier(chunk.seq).await;
+                if !turns.after_earlier(chunk.seq).await {
+                    // An earlier chunk failed: this one must not take effect.
+                    chunk_over(&ctx, &chunk, false);
+                    rx.close();
+                    break;
+                }
                 if ctx.lazy {
                     loader.commit_lazily_next();
                 }
@@ -208,7 +213,9 @@ async fn in_turn(loader: &mut Loader, ctx: &Ctx, chunk: &Chunk) -> bool {
 /// that no row is rejected for want of one that was about to commit.
 async fn after_earlier(ctx: &Ctx, chunk: &Chunk) {
     if let Some(turns) = ctx.turns.as_ref().filter(|t| t.earlier_matters()) {
-        turns.after_earlier(chunk.seq).await;
+        // Should an earlier chunk have failed, this one is isolated all
+        // the same, as a chunk already running finishes.
+        let _ = turns.after_earlier(chunk.seq).await;
     }
 }
 
