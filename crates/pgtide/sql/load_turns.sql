@@ -3,8 +3,11 @@
 -- partitions:
 -- 1. a unique or exclusion index: a row's fate may depend on another
 --    chunk's key;
--- 2. a foreign key from the family into the family, or an enabled row
---    trigger on INSERT: a row may need a row of an earlier chunk.
+-- 2. a foreign key from the family into the family: a row may need a
+--    row of an earlier chunk;
+-- 3. an enabled row trigger on INSERT (not a constraint's): a row may
+--    need a row of an earlier chunk, or be judged by what the trigger
+--    sees of the table.
 WITH family AS (
     SELECT pg_catalog.to_regclass($1) AS relid
   UNION
@@ -20,8 +23,8 @@ SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_index i
                       -- a partition loaded alone, whose key points at
                       -- its partitioned ancestor
                       OR c.confrelid IN (SELECT relid FROM pg_catalog.pg_partition_ancestors(
-                                             pg_catalog.to_regclass($1)))))
-    OR EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
+                                             pg_catalog.to_regclass($1))))),
+       EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
                WHERE t.tgrelid IN (SELECT relid FROM family)
                  AND NOT t.tgisinternal AND t.tgenabled <> 'D'
                  AND (t.tgtype & 1) <> 0      -- FOR EACH ROW

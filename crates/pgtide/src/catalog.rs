@@ -169,6 +169,16 @@ fn missing_table(name: &QualifiedName) -> Error {
     ))
 }
 
+/// Whether the relation `oid` has an INSTEAD rule on INSERT: its INSERTs
+/// report the rule's row counts, which may exceed the rows given (see
+/// `sql/instead_rule.sql`). Only the INSERT methods are affected.
+pub async fn instead_rule(client: &Client, oid: Oid) -> Result<bool> {
+    let row = client
+        .query_one(include_str!("../sql/instead_rule.sql"), &[&oid])
+        .await?;
+    Ok(row.get(0))
+}
+
 /// The server's major version, e.g. 15 or 17, from `server_version_num`.
 pub async fn server_major(client: &Client) -> Result<u32> {
     let row = client.query_one("SHOW server_version_num", &[]).await?;

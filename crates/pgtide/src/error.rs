@@ -241,6 +241,17 @@ fn row_of_copy(err: &tokio_postgres::Error) -> bool {
     })
 }
 
+/// Whether `err` is an ERROR raised while one bound parameter of an
+/// INSERT was read (`unnamed portal parameter $k`, one line of context):
+/// that row's value, as a COPY's field is for [`row_of_copy`].
+fn row_of_parameter(err: &tokio_postgres::Error) -> bool {
+    err.as_db_error().is_some_and(|d| {
+        d.parsed_severity() == Some(tokio_postgres::error::Severity::Error)
+            && d.where_()
+                .is_some_and(|w| !w.contains('\n') && w.contains("parameter $"))
+    })
+}
+
 /// How the server's message for a row refused by a row-level security
 /// policy begins (`ExecWithCheckOptions`).
 const RLS_REFUSAL: &str = "new row violates row-level security policy";
@@ -284,6 +295,17 @@ pub fn classify(err: &tokio_postgres::Error) -> Class {
         && err
             .as_db_error()
             .is_some_and(|d| d.message().starts_with(RLS_REFUSAL))
+    {
+        return Class::Row;
+    }
+    // A field's receive or input function that reports a bad value with a
+    // code of these classes (array_recv's element type: 42804; jsonb's
+    // version byte: an internal error, XX000; extension types that use
+    // elog): the value is the row's fault when the server was reading that
+    // one field (outside testing: one bad binary row stopped a `--rejects`
+    // load).
+    if matches!(&code.code()[..2], "42" | "XX" | "0A")
+        && (row_of_copy(err) || row_of_parameter(err))
     {
         return Class::Row;
     }

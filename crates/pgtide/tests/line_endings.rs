@@ -520,7 +520,8 @@ async fn sjis_character_after_a_backslash_is_escaped_whole() {
 /// The reject file keeps each rejected record's bytes as they were: in a
 /// lone-`\r` file a record ends with `\r`, and no `\n` is added after it
 /// (one was, making `\r\n` lines); only a last record without any line
-/// break gets one.
+/// break gets one, in the input's style (it was always `\n`, so a fixed
+/// reject file of `\r\n` rows was refused when loaded again).
 #[tokio::test]
 async fn rejected_lone_cr_records_keep_their_line_breaks() {
     let db = Db::start().await;
@@ -528,6 +529,8 @@ async fn rejected_lone_cr_records_keep_their_line_breaks() {
     for (data, want) in [
         (&b"1,a\rx,b\r3,c\ry,d\r"[..], &b"x,b\ry,d\r"[..]),
         (&b"1,a\nx,b\n3,c\ny,d"[..], &b"x,b\ny,d\n"[..]),
+        (&b"1,a\r\nx,b\r\n3,c\r\ny,d"[..], &b"x,b\r\ny,d\r\n"[..]),
+        (&b"1,a\rx,b\r3,c\ry,d"[..], &b"x,b\ry,d\r"[..]),
     ] {
         let file = db.file(data, Compress::None);
         let dir = tempfile::tempdir().unwrap();

@@ -326,3 +326,49 @@ async fn copy_into_a_view_says_its_count_includes_dropped_rows() {
         }
     }
 }
+
+/// A table whose INSTEAD rule on INSERT writes two rows elsewhere for each
+/// row given: the server reports the rule's count (twice the rows sent),
+/// which is not a miscount of pgtide's (outside testing: "this is a bug",
+/// exit 2, everything committed). The INSERT methods count the rows sent
+/// and say why; COPY ignores rules.
+#[tokio::test]
+async fn an_instead_rule_that_writes_more_rows_is_not_a_bug() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute(
+            "CREATE TABLE ruled2 (id int, v text);
+             CREATE TABLE ruled2_log (id int, g int);
+             CREATE RULE r AS ON INSERT TO ruled2 DO INSTEAD
+                 INSERT INTO ruled2_log SELECT NEW.id, g FROM generate_series(1, 2) g",
+        )
+        .await
+        .unwrap();
+    let data: String = (1..=40).map(|i| format!("{i},v{i}\n")).collect();
+    let path = db.file(data.as_bytes(), Compress::None);
+    for method in [Method::Insert, Method::Pipeline, Method::Values] {
+        db.client
+            .batch_execute("TRUNCATE ruled2_log")
+            .await
+            .unwrap();
+        let mut o = LoadOptions::new(
+            vec![path.to_string_lossy().into_owned()],
+            QualifiedName::parse("ruled2").unwrap(),
+            CopyFormat::Csv,
+        );
+        o.method = method;
+        o.batch_rows = Some(7);
+        let report = load::run(&db.target, &o, Arc::new(Progress::new(1)))
+            .await
+            .expect("load starts");
+        assert!(report.failure.is_none(), "{method:?}: {:?}", report.failure);
+        assert_eq!(
+            (report.rows_read, report.rows_loaded),
+            (40, 40),
+            "{method:?}"
+        );
+        assert_eq!(count(&db, "SELECT count(*) FROM ruled2_log").await, 80);
+        let said = report.notes.iter().any(|n| n.contains("INSTEAD rule"));
+        assert!(said, "{method:?}: {:?}", report.notes);
+    }
+}

@@ -355,13 +355,9 @@ async fn plan(client: &tokio_postgres::Client, opts: &ExportOptions) -> Result<P
         }
         What::Table(name) => {
             let table = Table::resolve(client, name).await?;
+            // A table of no columns exports a line per row (a CSV header
+            // line is empty), as `COPY (SELECT FROM t) TO` writes.
             let columns = table.select(opts.columns.as_deref())?;
-            if columns.is_empty() {
-                return Err(Error::config(format!(
-                    "{} has no columns to export",
-                    table.name
-                )));
-            }
             if let ForceQuote::Columns(forced) = &opts.force_quote {
                 for f in forced {
                     if !columns.iter().any(|c| &c.name == f) {

@@ -510,7 +510,10 @@ impl Loader {
     /// (`--resume`) the batch's ledger row, so that both commit or
     /// neither does (`load/ledger.rs`).
     async fn run(&mut self, batch: &Batch) -> Result<u64, BatchError> {
-        let rows = self.run_method(batch).await?;
+        let rows = match self.spec.instead_rule {
+            true => self.run_method(batch).await?.min(batch.records),
+            false => self.run_method(batch).await?,
+        };
         if let Some(mark) = &self.mark {
             match ledger::record(&self.client, mark, batch, rows)
                 .await

@@ -28,6 +28,7 @@ pub mod constraints;
 pub mod copy;
 pub mod create;
 mod ctx;
+mod explain;
 mod hold;
 pub mod indexes;
 mod insert;
@@ -72,8 +73,8 @@ use crate::ident::QualifiedName;
 use crate::progress::Progress;
 
 pub use crate::failure::RowFailure;
+pub use explain::{explain, Explain};
 pub use loader::Method;
-pub use resolve::{explain, Explain};
 
 /// What to load, where and how.
 #[derive(Debug, Clone)]
@@ -376,6 +377,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     // COPY counts every row an INSTEAD OF trigger was given, whatever the
     // trigger did with it: rows it dropped cannot be told apart.
     let view_counts_all = table.kind == 'v' && found.table_may_skip;
+    let rule_counts = found.instead_rule && opts.on_conflict.is_none();
     let (server_version, created) = (found.server_version, found.created);
     let workers = plan.workers;
     let outcome = pool::execute(plan, progress).await;
@@ -436,6 +438,14 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
             "the view's INSTEAD OF trigger may drop rows, and COPY counts each row it was \
              given as loaded: rows the trigger dropped are among those counted loaded \
              (--method values counts them as skipped by the table)"
+                .to_owned(),
+        );
+    }
+    if rule_counts {
+        report.notes.push(
+            "the table has an INSTEAD rule on INSERT, which rewrites each INSERT: the server \
+             reports the rule's row counts, so a batch counts as loaded at most the rows sent \
+             (and rows it reports fewer as skipped by the table)"
                 .to_owned(),
         );
     }

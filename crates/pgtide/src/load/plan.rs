@@ -39,6 +39,9 @@ pub(super) struct Plan {
     pub on_error_sql: Option<String>,
     /// The target's triggers may drop rows (`catalog::may_skip_rows`).
     pub table_may_skip: bool,
+    /// An INSTEAD rule on INSERT counts for the INSERT methods
+    /// (`catalog::instead_rule`).
+    pub instead_rule: bool,
     /// `--defer-indexes`: the table whose secondary indexes are dropped
     /// right before the first chunk (`load/indexes.rs`).
     pub defer_indexes: Option<crate::catalog::Table>,

@@ -106,6 +106,8 @@ pub(super) async fn execute(plan: Plan, progress: Arc<Progress>) -> Result<Outco
         }
         _ => None,
     };
+    let mut method_notes = method_notes;
+    method_notes.extend(turns.as_ref().and_then(|t| t.trigger_note(plan.workers)));
     let ctx = Arc::new(Ctx {
         target: plan.target.clone(),
         spec: spec.clone(),
@@ -196,6 +198,7 @@ pub(super) fn loader_spec(plan: &Plan) -> LoaderSpec {
         setup: Arc::new(plan.method_setup.clone()),
         on_error_sql: plan.on_error_sql.clone(),
         table_may_skip: plan.table_may_skip,
+        instead_rule: plan.instead_rule,
         upsert: plan.upsert.clone(),
         witness: plan
             .witness

@@ -187,11 +187,11 @@ fn check_header(plan: &Plan, input: &str, header: Option<&Bytes>) -> Result<()> 
             "{input}: HEADER MATCH given but the file is empty"
         )));
     };
+    // The load's NULL string, without FORCE_NULL/FORCE_NOT_NULL (which
+    // apply to data rows): a header field that spells it is NULL, which
+    // names no column (the server: "got null value").
     let nulls = NullSpec {
-        null: match plan.format {
-            CopyFormat::Csv => Vec::new(),
-            _ => b"\\N".to_vec(),
-        },
+        null: plan.method_setup.nulls.null.clone(),
         force_null: Vec::new(),
         force_not_null: Vec::new(),
     };
@@ -225,12 +225,18 @@ fn check_header(plan: &Plan, input: &str, header: Option<&Bytes>) -> Result<()> 
         )));
     }
     for (i, want) in plan.column_names.iter().enumerate() {
-        let got = fields.get(i).map(String::from_utf8_lossy);
-        if got.as_deref() != Some(want.as_str()) {
+        let Some(got) = fields.get(i).map(String::from_utf8_lossy) else {
+            return Err(mismatch(format!(
+                "field {} is the NULL string ({:?}), expected {want:?}",
+                i + 1,
+                String::from_utf8_lossy(&nulls.null)
+            )));
+        };
+        if got != want.as_str() {
             return Err(mismatch(format!(
                 "field {} is {:?}, expected {want:?}",
                 i + 1,
-                got.unwrap_or_default()
+                got
             )));
         }
     }

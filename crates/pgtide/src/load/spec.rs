@@ -108,6 +108,11 @@ pub struct LoaderSpec {
     /// rule). Only then may the server count fewer rows than were sent
     /// (`check_count`).
     pub table_may_skip: bool,
+    /// The INSERT methods' statements are rewritten by an INSTEAD rule on
+    /// INSERT, and the server reports the rule's row counts: a batch
+    /// counts at most its records (more is the rule's doing, not a
+    /// miscount; fewer is rows the rule dropped, as `table_may_skip`).
+    pub instead_rule: bool,
     /// `--on-conflict`: the COPY statements above load the session's
     /// staging table, merged into the target by this (`load/upsert.rs`).
     pub upsert: Option<Arc<super::upsert::Upsert>>,

@@ -51,6 +51,10 @@ pub(crate) struct Turns {
     /// failed is loaded again, or isolated, only once every earlier chunk
     /// is over ([`Turns::after_earlier`]).
     earlier_matters: bool,
+    /// The table has row triggers on INSERT: each sees the rows other
+    /// workers have committed, not every earlier row (see
+    /// [`Turns::trigger_note`]).
+    row_triggers: bool,
 }
 
 /// A loader's place in the turns: the chunk it loads now.
@@ -74,14 +78,33 @@ impl Turns {
         let row = client
             .query_one(include_str!("../../sql/load_turns.sql"), &[&table])
             .await?;
-        let (unique, earlier_matters): (bool, bool) = (row.get(0), row.get(1));
-        let commit_in_order = rejects && unique;
+        let (unique, keys, row_triggers): (bool, bool, bool) = (row.get(0), row.get(1), row.get(2));
+        let (commit_in_order, earlier_matters) = (rejects && unique, keys || row_triggers);
         Ok((commit_in_order || earlier_matters).then(|| Turns {
             order: Order::new(),
             holders: Mutex::new(HashMap::new()),
             commit_in_order,
             earlier_matters,
+            row_triggers,
         }))
+    }
+
+    /// What the summary says of a table with row triggers on INSERT,
+    /// loaded side by side: a trigger that reads the table (to look for an
+    /// earlier row, say) sees only what other workers have committed, so
+    /// it may decide otherwise than during one COPY, where it sees every
+    /// earlier row. A refusal is retried after the earlier chunks; a row
+    /// the trigger lets through cannot be (outside testing: a trigger that
+    /// refused duplicate ids let both through with 3 workers).
+    pub fn trigger_note(&self, workers: usize) -> Option<String> {
+        self.row_triggers.then(|| {
+            format!(
+                "the table has row triggers on INSERT: with {workers} workers a trigger sees \
+                 the rows other workers have committed, not every earlier row of the file; \
+                 if a trigger reads the table (e.g. looks for an earlier row), load with \
+                 --workers 1 to get what one COPY gives"
+            )
+        })
     }
 
     /// Whether a chunk that failed with `e` must wait for every earlier

@@ -539,10 +539,7 @@ fn reject(
     let span = &site.spans[index];
     out.done.push(site.lines(index, index + 1));
     out.bytes += site.bytes(index, index + 1) as u64;
-    out.rejects.push(Reject {
-        at,
-        raw: site.chunk.data.slice(span.start..span.end),
-    });
+    out.rejects.push(Reject::of(at, site.chunk, span));
     Ok(())
 }
 

@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use copyfmt::scan::{Eol, RecordSpan};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::failure::RowFailure;
@@ -41,6 +42,20 @@ pub struct Reject {
     /// The row's bytes as in the input (terminator included when it had
     /// one).
     pub raw: Bytes,
+    /// The input's line-ending style: the terminator a last row without
+    /// one gets in the reject file.
+    pub eol: Eol,
+}
+
+impl Reject {
+    /// The reject of the record at `span` of `chunk`.
+    pub fn of(at: RowFailure, chunk: &crate::chunk::Chunk, span: &RecordSpan) -> Reject {
+        Reject {
+            at,
+            raw: chunk.data.slice(span.start..span.end),
+            eol: chunk.eol,
+        }
+    }
 }
 
 /// The reject file and its JSON-lines log, written in input order.
@@ -327,12 +342,18 @@ impl RejectFile {
         }
         self.rows.write_all(&r.raw).map_err(|e| self.io_error(e))?;
         self.grow(r.raw.len());
-        // A last row without its line break gets one, so that rows written
-        // after it stay separate rows. A row that ends with `\r` has one:
-        // the input's style is a lone carriage return.
+        // A last row without its line break gets one, in the input's style
+        // (a file of `\r\n` rows with one bare `\n` would be refused when
+        // loaded again), so that rows written after it stay separate rows.
+        // A row that ends with `\r` has one: the style is a lone `\r`.
         if self.epilogue.is_none() && !r.raw.ends_with(b"\n") && !r.raw.ends_with(b"\r") {
-            self.rows.write_all(b"\n").map_err(|e| self.io_error(e))?;
-            self.grow(1);
+            let end: &[u8] = match r.eol {
+                Eol::CrNl => b"\r\n",
+                Eol::Cr => b"\r",
+                Eol::Nl | Eol::Unknown => b"\n",
+            };
+            self.rows.write_all(end).map_err(|e| self.io_error(e))?;
+            self.grow(end.len());
         }
         self.written += 1;
         if let Some(resumed) = self.resumed.as_mut() {

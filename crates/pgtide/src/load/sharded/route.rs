@@ -77,10 +77,8 @@ pub(super) fn route_chunk(s: &Shared, chunk: &Chunk) -> crate::error::Result<Rou
         }
         if let (Some(e), true) = (span.eol_error, s.isolate) {
             excluded.push((a, b));
-            screened.push(Reject {
-                at: RowFailure::line_ending(chunk, s.dialect.format, index, &span, e),
-                raw: chunk.data.slice(span.start..span.end),
-            });
+            let at = RowFailure::line_ending(chunk, s.dialect.format, index, &span, e);
+            screened.push(Reject::of(at, chunk, &span));
             continue;
         }
         let rec = &chunk.data[span.start..span.end];
