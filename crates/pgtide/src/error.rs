@@ -299,14 +299,13 @@ pub fn classify(err: &tokio_postgres::Error) -> Class {
         return Class::Row;
     }
     // A field's receive or input function that reports a bad value with a
-    // code of these classes (array_recv's element type: 42804; jsonb's
-    // version byte: an internal error, XX000; extension types that use
-    // elog): the value is the row's fault when the server was reading that
-    // one field (outside testing: one bad binary row stopped a `--rejects`
-    // load).
-    if matches!(&code.code()[..2], "42" | "XX" | "0A")
-        && (row_of_copy(err) || row_of_parameter(err))
-    {
+    // code of a class that otherwise stops the load (array_recv's and
+    // record_recv's element type: datatype_mismatch 42804; jsonb's version
+    // byte and extension types that use elog: internal_error XX000): the
+    // value is the row's fault when the server was reading that one field
+    // (outside testing: one bad binary row stopped a `--rejects` load).
+    // Not a missing privilege or corrupt data, which no row causes.
+    if matches!(code.code(), "42804" | "XX000") && (row_of_copy(err) || row_of_parameter(err)) {
         return Class::Row;
     }
     match &code.code()[..2] {
