@@ -27,14 +27,10 @@ impl Loader {
     pub async fn attempt_chunk(&mut self, batch: &Batch) -> Result<u64, BatchError> {
         self.ensure_stage().await?;
         let result = self.attempt(batch).await;
-        if result.is_err() && !self.is_closed() {
-            // Through tokio-postgres the savepoint was rolled back to and
-            // stays; on the wire it was left open and failed.
-            let undo = match take(&mut self.open) {
-                Open::Failed => UNDO_ATTEMPT,
-                Open::Nothing => "RELEASE SAVEPOINT pgtide_attempt",
-            };
-            if self.client.batch_execute(undo).await.is_err() {
+        // Through tokio-postgres the savepoint was rolled back to and
+        // released already; on the wire it was left open and failed.
+        if result.is_err() && !self.is_closed() && take(&mut self.open) == Open::Failed {
+            if self.client.batch_execute(UNDO_ATTEMPT).await.is_err() {
                 self.discard();
             }
         }

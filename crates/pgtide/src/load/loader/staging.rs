@@ -24,13 +24,16 @@ impl Loader {
             .staged
             .take()
             .is_some_and(|s| same_bytes(&s, &batch.data));
+        let emptied = std::mem::take(&mut self.stage_emptied);
         let rows = if staged {
             batch.records
         } else {
-            self.client
-                .batch_execute(&upsert.truncate_sql)
-                .await
-                .map_err(BatchError::plain)?;
+            if !emptied {
+                self.client
+                    .batch_execute(&upsert.truncate_sql)
+                    .await
+                    .map_err(BatchError::plain)?;
+            }
             self.send_rows(batch).await?
         };
         if let Some(rounds) = &upsert.rounds {

@@ -63,7 +63,9 @@ impl DestSession<'_> {
             }
             Err(e) => {
                 let record = record_of_error(&self.s.dialect, &dest.relname, &batch.data, &e);
-                if !in_step_after(self.client, "ROLLBACK TO SAVEPOINT pgtide_range").await {
+                // Released too: a savepoint left open nests the next one.
+                let undo = "ROLLBACK TO SAVEPOINT pgtide_range; RELEASE SAVEPOINT pgtide_range";
+                if !in_step_after(self.client, undo).await {
                     return Err(BatchError::plain(e));
                 }
                 Err(BatchError {
@@ -114,7 +116,8 @@ impl Resilient for DestSession<'_> {
     }
 
     async fn rollback(&mut self) {
-        let _ = in_step_after(self.client, "ROLLBACK TO SAVEPOINT pgtide_dest").await;
+        let undo = "ROLLBACK TO SAVEPOINT pgtide_dest; RELEASE SAVEPOINT pgtide_dest";
+        let _ = in_step_after(self.client, undo).await;
     }
 }
 
