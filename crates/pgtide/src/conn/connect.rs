@@ -113,7 +113,12 @@ where
             });
             let tls = within(target, open(ep, c, Some(connector.clone()))).await;
             match tls {
-                Err(Failure::Pg(e)) if *fallback && !is_socket_error(&e) => {
+                // A wrong password is not sent again without TLS: the
+                // server may have refused TLS, so that attempt was plain
+                // already (outside testing: two failed logins per run,
+                // and an error that spoke of TLS), and a plain one takes
+                // the same password.
+                Err(Failure::Pg(e)) if *fallback && !is_socket_error(&e) && !bad_password(&e) => {
                     let plain = plain(config.clone()).await;
                     // Only when the server answered the plain attempt: a
                     // server that is down fails both the same way.
@@ -143,6 +148,11 @@ where
             })
         }
     }
+}
+
+/// The server refused the password (`invalid_password`, 28P01).
+fn bad_password(e: &tokio_postgres::Error) -> bool {
+    e.code() == Some(&tokio_postgres::error::SqlState::INVALID_PASSWORD)
 }
 
 /// One connection on our own socket: TCP (each address of the host, with

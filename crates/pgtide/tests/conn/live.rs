@@ -167,6 +167,10 @@ async fn connection_errors_say_where_why_and_what_to_do() {
     );
     assert!(err.hint().unwrap().contains("PGPASSWORD") && err.hint().unwrap().contains(".pgpass"));
     assert_no_secret(&err, &pw);
+    // Tried once: `sslmode=prefer` against a server without TLS was plain
+    // already, and a wrong password is not sent again (outside testing:
+    // two failed logins, and an error that spoke of TLS).
+    assert!(!err.message().contains("without TLS"), "{err:?}");
 
     let dead = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
