@@ -17,7 +17,7 @@ use super::explain::{after_tls, combine, explain, is_socket_error, Failure};
 use super::pgpass::{self, Lookup};
 use super::tap::{Io, TapTls, Tapped, Wire};
 use super::tls::Plan;
-use super::{Endpoint, Target};
+use super::{Endpoint, SessionAttrs, Target};
 use crate::Result;
 
 /// The server's NOTICE messages on one connection, in the order sent.
@@ -26,14 +26,22 @@ pub type Notices = tokio::sync::mpsc::UnboundedReceiver<tokio_postgres::error::D
 /// A client on the first host that takes it, its connection driven by a
 /// spawned task, and the server's notices.
 pub(crate) async fn connect(target: &Target) -> Result<(Client, Notices)> {
-    let (client, notices, ()) = each_host(target, |_, config, tls| async move {
-        // tokio-postgres opens the socket (each address of the host) and
-        // checks `target_session_attrs` itself.
+    let (client, notices, ()) = each_host(target, |_, config, tls, want| async move {
+        // tokio-postgres opens the socket (each address of the host);
+        // `target_session_attrs` is checked here, as on our own sockets.
         let connected = match tls {
-            Some(connector) => config.connect(connector).await.map(spawnable),
-            None => config.connect(NoTls).await.map(spawnable),
+            Some(connector) => {
+                let (client, mut conn) = config.connect(connector).await.map_err(Failure::Pg)?;
+                check_session_attrs(want, &client, &mut conn).await?;
+                spawnable((client, conn))
+            }
+            None => {
+                let (client, mut conn) = config.connect(NoTls).await.map_err(Failure::Pg)?;
+                check_session_attrs(want, &client, &mut conn).await?;
+                spawnable((client, conn))
+            }
         };
-        Ok((connected.map_err(Failure::Pg)?, ()))
+        Ok((connected, ()))
     })
     .await?;
     Ok((client, notices))
@@ -46,7 +54,10 @@ pub(crate) async fn connect(target: &Target) -> Result<(Client, Notices)> {
 /// tokio-postgres still does TLS and authentication
 /// (`Config::connect_raw`).
 pub(crate) async fn connect_wire(target: &Target) -> Result<(Client, Notices, Wire)> {
-    each_host(target, |ep, config, tls| raw(target, ep, config, tls)).await
+    each_host(target, |ep, config, tls, want| {
+        raw(target, ep, config, tls, want)
+    })
+    .await
 }
 
 /// The loop both [`connect`] and [`connect_wire`] run, generic over how
@@ -62,15 +73,23 @@ pub(crate) async fn connect_wire(target: &Target) -> Result<(Client, Notices, Wi
 /// (never a password: [`Endpoint::describe`] has none).
 async fn each_host<'a, T, F, Fut>(target: &'a Target, open: F) -> Result<(Client, Notices, T)>
 where
-    F: Fn(&'a Endpoint, Config, Option<Connector>) -> Fut,
+    F: Fn(&'a Endpoint, Config, Option<Connector>, SessionAttrs) -> Fut,
     Fut: Future<Output = std::result::Result<(Spawnable, T), Failure>>,
 {
     let plan = target.tls.plan()?;
     let mut errors = Vec::new();
-    for endpoint in order(target) {
-        match attempt(target, endpoint, &plan, &open).await {
-            Ok(connected) => return Ok(connected),
-            Err(e) => errors.push(e),
+    // `prefer-standby`: every host as `standby`, then every host as `any`.
+    let passes = match target.session.target_session_attrs {
+        SessionAttrs::PreferStandby => vec![SessionAttrs::Standby, SessionAttrs::Any],
+        want => vec![want],
+    };
+    let hosts = order(target);
+    for want in passes {
+        for endpoint in &hosts {
+            match attempt(target, endpoint, &plan, &|e, c, t| open(e, c, t, want)).await {
+                Ok(connected) => return Ok(connected),
+                Err(e) => errors.push(e),
+            }
         }
     }
     Err(combine(errors))
@@ -164,6 +183,7 @@ async fn raw(
     ep: &Endpoint,
     config: Config,
     tls: Option<Connector>,
+    want: SessionAttrs,
 ) -> std::result::Result<(Spawnable, Wire), Failure> {
     use tokio_postgres::tls::MakeTlsConnect;
     let socket = Tapped::new(
@@ -187,7 +207,7 @@ async fn raw(
                 slot: slot.clone(),
             };
             let (client, mut conn) = config.connect_raw(socket, tls).await.map_err(Failure::Pg)?;
-            check_session_attrs(target, &client, &mut conn).await?;
+            check_session_attrs(want, &client, &mut conn).await?;
             // Under TLS the raw session talks to the TLS stream.
             let taken = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
             Ok((spawnable((client, conn)), taken.unwrap_or(wire)))
@@ -197,7 +217,7 @@ async fn raw(
                 .connect_raw(socket, NoTls)
                 .await
                 .map_err(Failure::Pg)?;
-            check_session_attrs(target, &client, &mut conn).await?;
+            check_session_attrs(want, &client, &mut conn).await?;
             Ok((spawnable((client, conn)), wire))
         }
     }
@@ -252,11 +272,11 @@ async fn open_socket(ep: &Endpoint, s: &super::Session) -> std::io::Result<Box<d
     }))
 }
 
-/// `target_session_attrs=read-write|read-only`, checked as tokio-postgres'
-/// `connect` checks it (`SHOW transaction_read_only`), with the
-/// connection driven meanwhile.
+/// `target_session_attrs`, checked as libpq checks it: `read-write` and
+/// `read-only` by `SHOW transaction_read_only`, `primary` and `standby`
+/// by `pg_is_in_recovery()`, with the connection driven meanwhile.
 async fn check_session_attrs<S, T>(
-    target: &Target,
+    want: SessionAttrs,
     client: &Client,
     conn: &mut tokio_postgres::Connection<S, T>,
 ) -> std::result::Result<(), Failure>
@@ -264,12 +284,13 @@ where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    use tokio_postgres::config::TargetSessionAttrs as A;
-    let want = target.session.target_session_attrs;
-    if want == A::Any {
-        return Ok(());
-    }
-    let show = client.simple_query("SHOW transaction_read_only");
+    use SessionAttrs as A;
+    let sql = match want {
+        A::Any | A::PreferStandby => return Ok(()),
+        A::ReadWrite | A::ReadOnly => "SHOW transaction_read_only",
+        A::Primary | A::Standby => "SELECT pg_catalog.pg_is_in_recovery()",
+    };
+    let show = client.simple_query(sql);
     let rows = tokio::select! {
         rows = show => rows.map_err(Failure::Pg)?,
         end = conn => return Err(match end {
@@ -284,6 +305,8 @@ where
     let refused = match (want, value.as_deref()) {
         (A::ReadWrite, Some("on")) => Some("database does not allow writes"),
         (A::ReadOnly, Some("off")) => Some("database is not read only"),
+        (A::Primary, Some("t")) => Some("server is in hot standby mode"),
+        (A::Standby, Some("f")) => Some("server is not in hot standby mode"),
         _ => None,
     };
     match refused {
@@ -376,7 +399,7 @@ fn config_for(target: &Target, ep: &Endpoint) -> (Config, Option<String>) {
         c.connect_timeout(t);
     }
     let s = &target.session;
-    c.target_session_attrs(s.target_session_attrs)
+    c.target_session_attrs(tokio_postgres::config::TargetSessionAttrs::Any)
         .channel_binding(s.channel_binding)
         .ssl_negotiation(s.ssl_negotiation)
         .keepalives(s.keepalives);

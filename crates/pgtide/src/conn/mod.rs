@@ -79,10 +79,27 @@ struct Endpoint {
     port: u16,
 }
 
-/// Options passed through to tokio-postgres unchanged.
+/// libpq's `target_session_attrs`: which server of the host list is
+/// wanted. Checked by pgtide on every connection (`connect.rs`), since
+/// tokio-postgres knows only the first three.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SessionAttrs {
+    Any,
+    ReadWrite,
+    ReadOnly,
+    /// Not in recovery.
+    Primary,
+    /// In recovery.
+    Standby,
+    /// A standby if any host is one, else any server.
+    PreferStandby,
+}
+
+/// Options passed through to tokio-postgres unchanged (but
+/// `target_session_attrs`, see [`SessionAttrs`]).
 #[derive(Debug, Clone)]
 struct Session {
-    target_session_attrs: tokio_postgres::config::TargetSessionAttrs,
+    target_session_attrs: SessionAttrs,
     channel_binding: tokio_postgres::config::ChannelBinding,
     ssl_negotiation: tokio_postgres::config::SslNegotiation,
     load_balance: tokio_postgres::config::LoadBalanceHosts,

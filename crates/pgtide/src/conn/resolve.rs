@@ -275,14 +275,21 @@ fn connect_timeout(l: &Lookup<'_>) -> Result<Option<Duration>> {
 }
 
 fn session(l: &Lookup<'_>, mode: SslMode) -> Result<Session> {
-    use tokio_postgres::config::{
-        ChannelBinding, LoadBalanceHosts, SslNegotiation, TargetSessionAttrs,
-    };
+    use super::SessionAttrs;
+    use tokio_postgres::config::{ChannelBinding, LoadBalanceHosts, SslNegotiation};
     let target_session_attrs = match l.non_empty("target_session_attrs") {
-        None | Some("any") => TargetSessionAttrs::Any,
-        Some("read-write") => TargetSessionAttrs::ReadWrite,
-        Some("read-only") => TargetSessionAttrs::ReadOnly,
-        Some(_) => return Err(l.bad_value("target_session_attrs", "any, read-write, read-only")),
+        None | Some("any") => SessionAttrs::Any,
+        Some("read-write") => SessionAttrs::ReadWrite,
+        Some("read-only") => SessionAttrs::ReadOnly,
+        Some("primary") => SessionAttrs::Primary,
+        Some("standby") => SessionAttrs::Standby,
+        Some("prefer-standby") => SessionAttrs::PreferStandby,
+        Some(_) => {
+            return Err(l.bad_value(
+                "target_session_attrs",
+                "any, read-write, read-only, primary, standby, prefer-standby",
+            ))
+        }
     };
     let channel_binding = match l.non_empty("channel_binding") {
         None | Some("prefer") => ChannelBinding::Prefer,

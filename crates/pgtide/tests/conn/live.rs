@@ -203,6 +203,45 @@ async fn connection_errors_say_where_why_and_what_to_do() {
         .expect("the second host answers");
 }
 
+/// libpq's `target_session_attrs` values of PostgreSQL 14+ against a
+/// primary (they were refused as invalid): `primary` and `prefer-standby`
+/// take it (the latter after no host turned out a standby), `standby`
+/// refuses it and says why; on both kinds of connection.
+#[tokio::test]
+async fn target_session_attrs_primary_and_standby() {
+    let cluster = Cluster::temp(&bin(), ClusterOptions::default()).unwrap();
+    let pw = cluster.password().to_owned();
+    let none = Env::empty();
+    let base = format!(
+        "host=127.0.0.1 port={} user=postgres password={pw}",
+        cluster.port()
+    );
+    for attrs in ["primary", "prefer-standby", "read-write"] {
+        let t = parse(&format!("{base} target_session_attrs={attrs}"), &none);
+        t.connect().await.expect(attrs);
+        t.connect_wire().await.expect(attrs);
+    }
+    for attrs in ["standby", "read-only"] {
+        let t = parse(&format!("{base} target_session_attrs={attrs}"), &none);
+        let err = t.connect().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Connect, "{err:?}");
+        assert!(
+            err.hint().unwrap().contains("target_session_attrs"),
+            "{err:?}"
+        );
+        let Err(err) = t.connect_wire().await else {
+            panic!("{attrs}: a primary taken on the raw path");
+        };
+        assert_eq!(err.kind(), ErrorKind::Connect, "{err:?}");
+        assert_no_secret(&err, &pw);
+    }
+    let err = parse(&format!("{base} target_session_attrs=standby"), &none)
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(err.message().contains("not in hot standby"), "{err:?}");
+}
+
 /// What `psql` needs to reach a target, through the environment only.
 #[test]
 fn libpq_env_drives_psql() {

@@ -29,10 +29,12 @@ impl Loader {
         let result = self.attempt(batch).await;
         // Through tokio-postgres the savepoint was rolled back to and
         // released already; on the wire it was left open and failed.
-        if result.is_err() && !self.is_closed() && take(&mut self.open) == Open::Failed {
-            if self.client.batch_execute(UNDO_ATTEMPT).await.is_err() {
-                self.discard();
-            }
+        if result.is_err()
+            && !self.is_closed()
+            && take(&mut self.open) == Open::Failed
+            && self.client.batch_execute(UNDO_ATTEMPT).await.is_err()
+        {
+            self.discard();
         }
         result
     }
