@@ -24,7 +24,7 @@ use crate::chunk::Chunk;
 /// Suspects beyond this share of a chunk's records are not worth sending
 /// one by one: the screen is then probably wrong about the data (a format
 /// it misreads) and isolation goes as without it.
-const MAX_SHARE: usize = 20;
+pub(super) const MAX_SHARE: usize = 20;
 
 /// The 0-based records of `chunk` the server will refuse, as far as the
 /// client can tell (empty when it cannot tell, or when too many are).

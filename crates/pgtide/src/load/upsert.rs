@@ -29,6 +29,7 @@
 //! its rows are counted as written (inserted or updated), the rest as
 //! unchanged.
 
+pub mod checks;
 pub mod rounds;
 
 use tokio_postgres::Client;
@@ -107,6 +108,8 @@ pub struct Upsert {
     /// rounds (`upsert/rounds.rs`); `merge_sql` and `losers_sql` are then
     /// unused.
     pub rounds: Option<rounds::Rounds>,
+    /// The staged rows a CHECK constraint refuses (`upsert/checks.rs`).
+    pub suspects_sql: Option<String>,
 }
 
 /// What `--on-conflict update` does with an existing row whose loaded
@@ -342,6 +345,8 @@ pub async fn resolve(
         .with_hint("load without --on-conflict, or with --method pipeline --sql 'INSERT .. ON CONFLICT ..'"));
     }
     let loaded: Vec<String> = columns.iter().map(|c| quote(&c.name)).collect();
+    let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+    let suspects_sql = checks::suspects_sql(client, table, &names).await?;
     let same = Unchanged::resolve(client, table, mode, major).await?;
     let rounds = rounds::needed(client, table, major, mode)
         .await?
@@ -365,6 +370,7 @@ pub async fn resolve(
         losers_sql: losers_sql(table, &loaded, chosen, mode),
         unchanged: same,
         rounds,
+        suspects_sql,
     })
 }
 

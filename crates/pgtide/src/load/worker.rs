@@ -164,6 +164,7 @@ pub(super) async fn work(
                     Some(s) => s,
                     None => loader.screen(&chunk).await,
                 };
+                let suspects = loader.check_suspects(&chunk, suspects).await;
                 let start = match suspects.is_empty() {
                     true => Start::Failed(e),
                     false => Start::Suspects(suspects),

@@ -6,9 +6,11 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use copyfmt::scan;
 
 use super::{binary, rollback_in_step, Batch, BatchError, Loader};
 use crate::chunk::Chunk;
+use crate::load::screen::MAX_SHARE;
 use crate::load::upsert::Merged;
 
 impl Loader {
@@ -87,6 +89,74 @@ impl Loader {
         }
         let encoders = self.state.encoders.clone().flatten();
         crate::load::screen::suspects(&spec, encoders.as_deref().map(|e| e.as_slice()), chunk)
+    }
+
+    /// `--on-conflict`: `suspects` (the client's, ascending) and the
+    /// records of `chunk` (which failed) that a CHECK constraint refuses,
+    /// asked of the others staged in a transaction rolled back
+    /// (`upsert/checks.rs`). Only the client's when the question fails
+    /// (a bad value the client did not see stops the staging COPY) or
+    /// when too many records look bad (as `load/screen.rs` gives up).
+    pub async fn check_suspects(&mut self, chunk: &Chunk, suspects: Vec<usize>) -> Vec<usize> {
+        let Some(sql) = self
+            .spec
+            .upsert
+            .as_ref()
+            .and_then(|u| u.suspects_sql.clone())
+        else {
+            return suspects;
+        };
+        let mut kept = Vec::new();
+        let mut data = Vec::with_capacity(chunk.data.len());
+        let mut skip = suspects.iter().peekable();
+        for (i, span) in scan::records_with(&self.spec.dialect, chunk.eol, &chunk.data).enumerate()
+        {
+            if skip.next_if_eq(&&i).is_none() {
+                kept.push(i);
+                data.extend_from_slice(&chunk.data[span.start..span.end]);
+            }
+        }
+        let batch = Batch {
+            data: data.into(),
+            records: kept.len() as u64,
+        };
+        let Ok(found) = self.staged_query(&batch, &sql).await else {
+            return suspects;
+        };
+        let mut all: Vec<usize> = found
+            .iter()
+            .filter_map(|&p| usize::try_from(p).ok().and_then(|p| kept.get(p).copied()))
+            .chain(suspects.iter().copied())
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        match all.len() * MAX_SHARE > chunk.records as usize {
+            true => suspects,
+            false => all,
+        }
+    }
+
+    /// Stages `batch` in a transaction, runs `sql` (one int8 column) over
+    /// it, and rolls back.
+    async fn staged_query(&mut self, batch: &Batch, sql: &str) -> Result<Vec<i64>, BatchError> {
+        let Some(upsert) = self.spec.upsert.clone() else {
+            return Ok(Vec::new());
+        };
+        self.ensure_stage().await?;
+        self.client
+            .batch_execute(&format!("BEGIN; {}", upsert.truncate_sql))
+            .await
+            .map_err(BatchError::plain)?;
+        let answer = match self.send_rows(batch).await {
+            Ok(_) => (self.client.query(sql, &[]).await)
+                .map(|rows| rows.iter().map(|r| r.get::<_, i64>(0)).collect())
+                .map_err(BatchError::plain),
+            Err(e) => Err(e),
+        };
+        if !rollback_in_step(&self.client).await {
+            self.discard();
+        }
+        answer
     }
 
     /// [`Loader::screen`] as a task for another thread (the worker screens
