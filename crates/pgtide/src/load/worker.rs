@@ -23,6 +23,7 @@ use crate::chunk::Chunk;
 use crate::error::{classify, Class, Error};
 use crate::progress::Progress;
 use crate::reject::isolate::Start;
+use tokio_postgres::error::SqlState;
 
 /// A chunk taken from the channel ahead of its turn, with its screen
 /// (`load/screen.rs`) running on another thread.
@@ -164,7 +165,12 @@ pub(super) async fn work(
                     Some(s) => s,
                     None => loader.screen(&chunk).await,
                 };
-                let suspects = loader.check_suspects(&chunk, suspects).await;
+                // A CHECK refusal in the merge names no row: ask the
+                // staged rows which ones (`upsert/checks.rs`).
+                let suspects = match e.error.code() == Some(&SqlState::CHECK_VIOLATION) {
+                    true => loader.check_suspects(&chunk, suspects).await,
+                    false => suspects,
+                };
                 let start = match suspects.is_empty() {
                     true => Start::Failed(e),
                     false => Start::Suspects(suspects),

@@ -97,6 +97,8 @@ impl Loader {
     /// (`upsert/checks.rs`). Only the client's when the question fails
     /// (a bad value the client did not see stops the staging COPY) or
     /// when too many records look bad (as `load/screen.rs` gives up).
+    /// Runs its own transaction: never inside an open one (not for
+    /// `--single-transaction`, whose one transaction it would roll back).
     pub async fn check_suspects(&mut self, chunk: &Chunk, suspects: Vec<usize>) -> Vec<usize> {
         let Some(sql) = self
             .spec
@@ -143,16 +145,22 @@ impl Loader {
             return Ok(Vec::new());
         };
         self.ensure_stage().await?;
-        self.client
+        let opened = self
+            .client
             .batch_execute(&format!("BEGIN; {}", upsert.truncate_sql))
             .await
-            .map_err(BatchError::plain)?;
-        let answer = match self.send_rows(batch).await {
-            Ok(_) => (self.client.query(sql, &[]).await)
-                .map(|rows| rows.iter().map(|r| r.get::<_, i64>(0)).collect())
-                .map_err(BatchError::plain),
+            .map_err(BatchError::plain);
+        let answer = match opened {
+            Ok(()) => match self.send_rows(batch).await {
+                Ok(_) => (self.client.query(sql, &[]).await)
+                    .map(|rows| rows.iter().map(|r| r.get::<_, i64>(0)).collect())
+                    .map_err(BatchError::plain),
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         };
+        // Also when `BEGIN` ran and the `TRUNCATE` failed: no transaction
+        // is left open for the isolation that follows.
         if !rollback_in_step(&self.client).await {
             self.discard();
         }
@@ -185,10 +193,12 @@ impl Loader {
             "BEGIN; SET LOCAL synchronous_commit = off; {}",
             upsert.truncate_sql
         );
-        self.client
-            .batch_execute(&open)
-            .await
-            .map_err(BatchError::plain)?;
+        if let Err(e) = self.client.batch_execute(&open).await {
+            if !rollback_in_step(&self.client).await {
+                self.discard();
+            }
+            return Err(BatchError::plain(e));
+        }
         match self.send_rows(batch).await {
             Ok(rows) => {
                 self.client
