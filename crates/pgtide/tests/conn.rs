@@ -205,11 +205,14 @@ fn invalid_options_are_named_by_position_never_quoted() {
     let err = Target::parse_with("port=x", &alice()).unwrap_err();
     assert_eq!(
         err.message(),
-        "invalid port number 1 in connection option \"port\""
+        "invalid port number: the 1st port in connection option \"port\" is not a number from 1 to 65535"
     );
     let env = alice().set("PGPORT", "x");
     let err = Target::parse_with("", &env).unwrap_err();
-    assert_eq!(err.message(), "invalid port number 1 in PGPORT");
+    assert_eq!(
+        err.message(),
+        "invalid port number: the 1st port in PGPORT is not a number from 1 to 65535"
+    );
     let err = Target::parse_with("host=a,b,c port=1,2", &alice()).unwrap_err();
     assert!(err.message().contains("3 hosts"), "{err:?}");
 }

@@ -213,7 +213,7 @@ fn skip_space(chars: &mut Chars<'_>, pos: &mut usize) {
 type Chars<'a> = std::iter::Peekable<std::str::Chars<'a>>;
 
 /// "1st", "2nd", ... option, for messages that cannot quote the text.
-fn ordinal(n: usize) -> String {
+pub(super) fn ordinal(n: usize) -> String {
     let suffix = match (n % 10, n % 100) {
         (1, 11) | (2, 12) | (3, 13) => "th",
         (1, _) => "st",

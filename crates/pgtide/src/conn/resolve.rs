@@ -243,9 +243,11 @@ fn ports(l: &Lookup<'_>, hosts: usize) -> Result<Vec<u16>> {
             "" => Ok(DEFAULT_PORT),
             p => p.parse::<u16>().ok().filter(|n| *n > 0).ok_or_else(|| {
                 let e = l.bad_value("port", "a number from 1 to 65535, default 5432");
+                // Which entry, never its text (a password typed in the
+                // wrong place must not be echoed).
                 Error::config(format!(
-                    "invalid port number {} in {}",
-                    i + 1,
+                    "invalid port number: the {} port in {} is not a number from 1 to 65535",
+                    super::config::ordinal(i + 1).trim_end_matches(" option"),
                     l.origin("port")
                 ))
                 .with_hint(e.hint().unwrap_or_default().to_owned())
