@@ -186,40 +186,6 @@ async fn wide_table(db: &Db, name: &str, rows: u32) {
         .unwrap();
 }
 
-/// A table without columns: one empty line per row (a binary tuple of no
-/// fields), with any worker count, as psql writes (it was refused).
-#[tokio::test]
-async fn a_table_of_no_columns_exports_a_line_per_row() {
-    let db = Db::start().await;
-    db.client
-        .batch_execute("CREATE TABLE z0 (); INSERT INTO z0 SELECT FROM generate_series(1, 5000)")
-        .await
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    for (format, header) in [
-        (CopyFormat::Csv, Header::Skip),
-        (CopyFormat::Text, Header::None),
-        (CopyFormat::Binary, Header::None),
-    ] {
-        let theirs = dir.path().join("psql");
-        let mut o = ExportOptions::new(table("z0"), "", format);
-        o.copy.header = header;
-        psql_copy(&db, "SELECT FROM z0", &theirs, &with_options(&o));
-        let want = std::fs::read(&theirs).unwrap();
-        for workers in [1, 3] {
-            let path = dir.path().join(format!("z{workers}"));
-            o.output = path.display().to_string();
-            o.workers = workers;
-            let r = export_to(&db.target, &o).await.unwrap();
-            assert_eq!(r.rows, 5000, "{format:?} {workers}");
-            assert!(
-                std::fs::read(&path).unwrap() == want,
-                "{format:?} {workers}"
-            );
-        }
-    }
-}
-
 #[tokio::test]
 async fn workers_write_the_same_bytes_as_one_worker_on_a_quiet_table() {
     let db = Db::start().await;

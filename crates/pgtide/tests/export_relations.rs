@@ -1,13 +1,13 @@
 //! What `pgtide export -t` reads of relations other than a plain table:
 //! an inheritance parent's own rows (as `COPY parent TO`, byte for byte),
-//! and a materialized view with several workers (which `LOCK TABLE`
-//! refuses).
+//! a materialized view with several workers (which `LOCK TABLE`
+//! refuses), and a table of no columns.
 
 mod support;
 
 use std::sync::Arc;
 
-use pgtide::copyopts::CopyFormat;
+use pgtide::copyopts::{CopyFormat, Header};
 use pgtide::export::{self, ExportOptions, What};
 use pgtide::ident::QualifiedName;
 use pgtide::progress::Progress;
@@ -32,12 +32,14 @@ async fn export(
 
 /// The server's own `COPY table TO STDOUT`, as psql's `\copy table TO`.
 async fn server_copy(db: &Db, table: &str) -> Vec<u8> {
+    copy_out(db, &format!("COPY {table} TO STDOUT")).await
+}
+
+/// What the server's `COPY .. TO STDOUT` statement `sql` writes (psql's
+/// `\copy` writes those bytes).
+async fn copy_out(db: &Db, sql: &str) -> Vec<u8> {
     use futures_util::TryStreamExt;
-    let stream = db
-        .client
-        .copy_out(&format!("COPY {table} TO STDOUT"))
-        .await
-        .unwrap();
+    let stream = db.client.copy_out(sql).await.unwrap();
     let chunks: Vec<bytes::Bytes> = stream.try_collect().await.unwrap();
     chunks.concat()
 }
@@ -92,4 +94,39 @@ async fn a_materialized_view_exports_with_several_workers() {
     assert_eq!((r.rows, r.workers), (20000, 2), "{:?}", r.notes);
     let text = std::fs::read_to_string(&path).unwrap();
     assert_eq!(text.lines().count(), 20000);
+}
+
+/// A table without columns: one empty line per row (a binary tuple of no
+/// fields), with any worker count, as psql writes (it was refused).
+#[tokio::test]
+async fn a_table_of_no_columns_exports_a_line_per_row() {
+    let db = Db::start().await;
+    db.client
+        .batch_execute("CREATE TABLE z0 (); INSERT INTO z0 SELECT FROM generate_series(1, 5000)")
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (format, header) in [
+        (CopyFormat::Csv, Header::Skip),
+        (CopyFormat::Text, Header::None),
+        (CopyFormat::Binary, Header::None),
+    ] {
+        let z0 = What::Table(QualifiedName::parse("z0").unwrap());
+        let mut o = ExportOptions::new(z0, "", format);
+        o.copy.header = header;
+        let want = copy_out(&db, &o.copy.copy_to_sql("SELECT FROM z0", &[])).await;
+        for workers in [1, 3] {
+            let path = dir.path().join(format!("z{workers}"));
+            o.output = path.display().to_string();
+            o.workers = workers;
+            let r = export::run(&db.target, &o, Arc::new(Progress::new(workers)))
+                .await
+                .unwrap();
+            assert_eq!(r.rows, 5000, "{format:?} {workers}");
+            assert!(
+                std::fs::read(&path).unwrap() == want,
+                "{format:?} {workers}"
+            );
+        }
+    }
 }

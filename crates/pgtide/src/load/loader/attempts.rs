@@ -25,9 +25,10 @@ use crate::conn::Wire;
 /// One attempt on the wire: its savepoint, released when the COPY loads.
 const ATTEMPT: &str = "SAVEPOINT pgtide_attempt; {copy}; RELEASE SAVEPOINT pgtide_attempt";
 
-/// Undoes a failed attempt and ends its savepoint.
-const ROLLBACK_ATTEMPT: &str =
-    "ROLLBACK TO SAVEPOINT pgtide_attempt; RELEASE SAVEPOINT pgtide_attempt";
+/// Undoes a failed attempt and ends its savepoint; ends with `; ` so that
+/// the next statement can follow in the same round trip.
+pub(super) const UNDO_ATTEMPT: &str =
+    "ROLLBACK TO SAVEPOINT pgtide_attempt; RELEASE SAVEPOINT pgtide_attempt; ";
 
 /// Undoes a probe, whether it loaded or failed.
 const UNDO_PROBE: &str = "ROLLBACK TO SAVEPOINT pgtide_probe; RELEASE SAVEPOINT pgtide_probe";
@@ -48,10 +49,7 @@ impl Open {
     pub(super) fn settle(self) -> (&'static str, usize) {
         match self {
             Open::Nothing => ("", 0),
-            Open::Failed => (
-                "ROLLBACK TO SAVEPOINT pgtide_attempt; RELEASE SAVEPOINT pgtide_attempt; ",
-                2,
-            ),
+            Open::Failed => (UNDO_ATTEMPT, 2),
         }
     }
 }
@@ -142,7 +140,7 @@ impl Loader {
                 // the next attempt's inside it, and every statement of the
                 // transaction costs more with each level (outside testing:
                 // an upsert isolating 200 bad rows took minutes).
-                if !in_step_after(&self.client, ROLLBACK_ATTEMPT).await {
+                if !in_step_after(&self.client, UNDO_ATTEMPT.trim_end_matches("; ")).await {
                     self.discard();
                     if let Err(closed) = self.client.batch_execute("SELECT 1").await {
                         return Err(BatchError::plain(closed));

@@ -8,13 +8,8 @@
 use std::mem::take;
 
 use super::super::step::in_step_after;
-use super::attempts::Open;
+use super::attempts::{Open, UNDO_ATTEMPT};
 use super::{Batch, BatchError, Loader};
-
-/// Rolls back and releases what the last attempt left open; ends with
-/// `; ` so that the next statement can follow in the same round trip.
-const UNDO_ATTEMPT: &str =
-    "ROLLBACK TO SAVEPOINT pgtide_attempt; RELEASE SAVEPOINT pgtide_attempt; ";
 
 impl Loader {
     /// Loads `batch` (a whole chunk) under a savepoint of the load's open
