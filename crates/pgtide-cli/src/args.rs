@@ -229,12 +229,13 @@ pub struct LoadArgs {
     pub null: Option<String>,
 
     /// CSV: columns whose quoted value equal to the NULL string is NULL
-    /// (COPY FORCE_NULL); names as in --columns.
+    /// (COPY FORCE_NULL); names as in --columns, or '*' for every
+    /// column (on every server version).
     #[arg(long, value_name = "COLUMNS")]
     pub force_null: Vec<String>,
 
     /// CSV: columns never NULL (COPY FORCE_NOT_NULL); names as in
-    /// --columns.
+    /// --columns, or '*' for every column.
     #[arg(long, value_name = "COLUMNS")]
     pub force_not_null: Vec<String>,
 

@@ -69,6 +69,18 @@ impl CopyOptions {
         }
     }
 
+    /// These options with PostgreSQL 17's `FORCE_NULL *` / `FORCE_NOT_NULL
+    /// *` spelled out as `columns` (every loaded column), so that every
+    /// server version gets a column list. A column named `*` stays itself.
+    pub fn with_every_column(&self, columns: &[String]) -> CopyOptions {
+        let spell = |list: &[String]| every_column(list, columns).unwrap_or_else(|| list.to_vec());
+        CopyOptions {
+            force_null: spell(&self.force_null),
+            force_not_null: spell(&self.force_not_null),
+            ..self.clone()
+        }
+    }
+
     /// Rejects combinations that COPY would reject, before connecting.
     pub fn validate(&self) -> Result<()> {
         let csv_only = self.quote.is_some()
@@ -316,6 +328,13 @@ const ENCODING_NAMES: &[&str] = &[
     "windows949",
     "windows950",
 ];
+
+/// `columns` when `list` is `*` alone (FORCE_NULL's "every column") and
+/// no column is named `*`; `None` when `list` names columns.
+pub fn every_column(list: &[String], columns: &[String]) -> Option<Vec<String>> {
+    let star = matches!(list, [only] if only == "*");
+    (star && !columns.iter().any(|c| c == "*")).then(|| columns.to_vec())
+}
 
 /// An encoding the server does not know is an option error here: sent
 /// along, it would fail the first COPY with class 22 (invalid parameter

@@ -344,6 +344,12 @@ async fn csv_force_null_and_force_not_null_match_server_copy() {
         case.opts.force_null = vec!["b".into()];
         case.opts.force_not_null = vec!["c".into()];
         db.check(&case).await;
+        // PostgreSQL 17's `*`, every column, on every server version.
+        for (null, not_null) in [("*", "c"), ("b", "*"), ("*", "*")] {
+            case.opts.force_null = vec![null.into()];
+            case.opts.force_not_null = vec![not_null.into()];
+            db.check(&case).await;
+        }
     }
 }
 

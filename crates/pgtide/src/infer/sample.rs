@@ -116,7 +116,11 @@ impl State {
         if let Some(n) = &spec.null {
             nulls.null = n.as_bytes().to_vec();
         }
-        let flags = |list: &[String]| names.iter().map(|c| list.contains(&c.name)).collect();
+        let all: Vec<String> = names.iter().map(|c| c.name.clone()).collect();
+        let flags = |list: &[String]| {
+            let list = crate::copyopts::every_column(list, &all).unwrap_or_else(|| list.to_vec());
+            all.iter().map(|c| list.contains(c)).collect()
+        };
         nulls.force_null = flags(&spec.force_null);
         nulls.force_not_null = flags(&spec.force_not_null);
         State {

@@ -60,33 +60,28 @@ pub(super) fn local(opts: &LoadOptions) -> Result<()> {
 }
 
 /// FORCE_NULL / FORCE_NOT_NULL must name loaded columns (COPY's rule),
-/// checked before any data moves.
+/// checked before any data moves; `*` alone is every column
+/// (`CopyOptions::with_every_column`).
 pub(super) fn forced_columns(
     copy: &CopyOptions,
     columns: &[&catalog::Column],
     table: &Table,
 ) -> Result<()> {
-    for name in copy.force_null.iter().chain(&copy.force_not_null) {
-        if name == "*" && !columns.iter().any(|c| c.name == "*") {
-            return Err(Error::config(
-                "FORCE_NULL * / FORCE_NOT_NULL * (every column, PostgreSQL 17's form) is not \
-                 supported",
-            )
-            .with_hint(format!(
-                "list the columns, e.g. --force-null '{}'",
-                columns
-                    .iter()
-                    .map(|c| crate::ident::quote(&c.name))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            )));
+    let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+    for list in [&copy.force_null, &copy.force_not_null] {
+        if crate::copyopts::every_column(list, &names).is_some() {
+            continue;
         }
-        if !columns.iter().any(|c| &c.name == name) {
+        if let Some(name) = list.iter().find(|n| !names.contains(n)) {
+            let star = match name.as_str() {
+                "*" => " (`*`, every column, must be alone)",
+                _ => "",
+            };
             return Err(Error::config(format!(
-                "FORCE_NULL/FORCE_NOT_NULL column {name:?} is not loaded into {}",
+                "FORCE_NULL/FORCE_NOT_NULL column {name:?} is not loaded into {}{star}",
                 table.name
             ))
-            .with_hint("name columns that are in --columns (or in the table)"));
+            .with_hint("name columns that are in --columns (or in the table), or give '*' alone"));
         }
     }
     Ok(())

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::resolve::{find, resolve, resumed_create};
+use super::resolve::{every_column, find, resolve, resumed_create};
 use super::{ledger, pool, sharded, upsert, LoadOptions, Method};
 use crate::conn::Target;
 use crate::copyopts::CopyFormat;
@@ -27,6 +27,7 @@ impl Explain {
 pub async fn explain(target: &Target, opts: &LoadOptions) -> Result<Explain> {
     let opts = &*resumed_create(opts);
     let found = find(target, opts).await?;
+    let opts = &*every_column(opts, &found)?;
     let (table, columns) = (&found.table, found.columns(opts)?);
     let (control, server_version) = (&found.control, &found.server_version);
     let mut x = Explain { lines: Vec::new() };

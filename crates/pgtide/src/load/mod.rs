@@ -346,6 +346,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     let opts = &*resolve::resumed_create(opts);
     let start = Instant::now();
     let found = resolve::find(target, opts).await?;
+    let opts = &*resolve::every_column(opts, &found)?;
     let table = &found.table;
     let columns = table.select(opts.columns.as_deref())?;
     // Sharded targets (issue 10): the client routes a partitioned table's

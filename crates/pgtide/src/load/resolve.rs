@@ -71,6 +71,26 @@ pub(super) fn resumed_create(opts: &LoadOptions) -> Cow<'_, LoadOptions> {
     }
 }
 
+/// The load's options with `--force-null '*'` (and `--force-not-null`)
+/// spelled out as the loaded columns, as every server version takes them.
+pub(super) fn every_column<'a>(
+    opts: &'a LoadOptions,
+    found: &Found,
+) -> Result<Cow<'a, LoadOptions>> {
+    let names: Vec<String> = found
+        .columns(opts)?
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    let copy = opts.copy.with_every_column(&names);
+    if copy.force_null == opts.copy.force_null && copy.force_not_null == opts.copy.force_not_null {
+        return Ok(Cow::Borrowed(opts));
+    }
+    let mut o = opts.clone();
+    o.copy = copy;
+    Ok(Cow::Owned(o))
+}
+
 /// `--create --resume` found the table but no committed range of this
 /// input in the ledger: it is the first run's only if it is empty (made,
 /// then stopped before a chunk committed). One with rows is someone

@@ -221,7 +221,28 @@ impl Db {
         self.create(&want, &case.table_def).await;
         let plain = self.file(&case.data, Compress::None);
         let cols = case.columns.as_ref().map(|c| c.join(", "));
-        let stdin_sql = case.opts.copy_from_sql(&want, cols.as_deref());
+        // PostgreSQL 17's FORCE_NULL * spelled out, as pgtide does.
+        let names = match &case.columns {
+            Some(c) => c.clone(),
+            None => {
+                texts(
+                    &self.client,
+                    &format!(
+                        "SELECT attname FROM pg_attribute WHERE attrelid = '{want}'::regclass \
+                 AND attnum > 0 AND NOT attisdropped ORDER BY attnum"
+                    ),
+                )
+                .await
+            }
+        };
+        let star = |list: &Vec<String>| match list.as_slice() {
+            [only] if only == "*" => names.clone(),
+            _ => list.clone(),
+        };
+        let mut reference = case.opts.clone();
+        reference.force_null = star(&case.opts.force_null);
+        reference.force_not_null = star(&case.opts.force_not_null);
+        let stdin_sql = reference.copy_from_sql(&want, cols.as_deref());
         let header = match case.opts.header {
             Header::None => "",
             Header::Skip => "HEADER true, ",
