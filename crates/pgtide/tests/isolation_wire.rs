@@ -157,36 +157,7 @@ async fn a_failed_range_undoes_a_fraction_of_the_rows_between_bad_ones() {
         .unwrap();
     assert!(r.failure.is_none(), "{:?}", r.failure);
     assert_eq!(r.rows_rejected, u64::from(2 * rows / every));
-    // The load's sessions report their counts when they end (within
-    // seconds; the bound keeps a server that never reports from hanging).
-    let inserted = {
-        let mut last = -1;
-        for _ in 0..100 {
-            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-            db.client
-                .batch_execute("SELECT pg_stat_clear_snapshot()")
-                .await
-                .unwrap();
-            let n: i64 = db
-                .client
-                .query_one(
-                    "SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 'iw_waste'",
-                    &[],
-                )
-                .await
-                .unwrap()
-                .get(0);
-            if n == last && n >= r.rows_loaded as i64 {
-                break;
-            }
-            last = n;
-        }
-        last
-    };
-    assert!(
-        inserted >= r.rows_loaded as i64,
-        "the server's statistics never counted the rows loaded ({inserted})"
-    );
+    let inserted = support::rows_inserted(&db.client, "iw_waste", r.rows_loaded).await;
     let waste = inserted as f64 / r.rows_loaded as f64;
     assert!(
         waste < 1.5,

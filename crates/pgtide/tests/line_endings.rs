@@ -548,3 +548,41 @@ async fn rejected_lone_cr_records_keep_their_line_breaks() {
         assert_eq!(std::fs::read(&rejects).unwrap(), want, "{data:?}");
     }
 }
+
+/// Outside testing: an invalid Shift JIS lead byte before a line break or
+/// a quote took that byte as the rest of its character, so row ends
+/// shifted from there on: a header ending in `0xE9` swallowed the first
+/// data row (dropped with the header, exit 0), and in CSV a row vanished
+/// and a made-up value was stored. A byte no character holds there ends
+/// the character; the row with the invalid byte alone is refused.
+#[tokio::test]
+async fn an_invalid_lead_byte_does_not_swallow_a_line_break_or_a_quote() {
+    let db = Db::start().await;
+    let csv: &[u8] = b"\"1\"\n\"ab\x95\"\n\"3\nx\"\n\"4\"\n\"5\ny\"\n\"6\"\n";
+    let text: &[u8] = b"id\tcaf\xe9\n1\ta\n2\tb\n";
+    for (workers, chunk) in [(1, 1 << 20), (2, 1), (3, 7)] {
+        let table = format!("sjis_bad_{workers}_{chunk}");
+        let def = format!("CREATE TABLE {table} (v text); CREATE TABLE {table}_h (id int, v text)");
+        db.client.batch_execute(&def).await.unwrap();
+        let ctx = format!("workers {workers} chunk {chunk}");
+        let sjis = |o: &mut LoadOptions| {
+            o.copy.encoding = Some("SJIS".into());
+            o.workers = workers;
+            o.chunk_bytes = chunk;
+        };
+        let (report, rejected) =
+            load_tweaked_with_rejects(&db, &table, CopyFormat::Csv, csv, sjis).await;
+        assert_eq!(rejected, [(2, "22021".to_owned())], "{ctx}");
+        assert_eq!((report.rows_read, report.rows_loaded), (6, 5), "{ctx}");
+        let values = support::texts(&db.client, &format!("SELECT v FROM {table} ORDER BY v")).await;
+        assert_eq!(values, ["1", "3\nx", "4", "5\ny", "6"], "{ctx}");
+        let header = |o: &mut LoadOptions| {
+            sjis(o);
+            o.copy.header = Header::Skip;
+        };
+        let h = format!("{table}_h");
+        let (report, _) = load_tweaked_with_rejects(&db, &h, CopyFormat::Text, text, header).await;
+        assert_eq!((report.rows_read, report.rows_loaded), (2, 2), "{ctx}");
+        assert_eq!(ids(&db, &h).await, [1, 2], "{ctx}");
+    }
+}

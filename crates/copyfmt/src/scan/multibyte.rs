@@ -6,6 +6,15 @@
 //! (`encoding_embeds_ascii`), judging the length from that first byte
 //! alone; the scanner does the same, or a Shift JIS row ending in `表`
 //! would swallow the next line as an escaped newline.
+//!
+//! A byte that no character of the encoding has after its first byte (a
+//! line break, a quote, a comma after an invalid lead byte) ends the
+//! character early instead ([`LeadBytes::continues`]). The server converts
+//! the input before it splits lines, and refuses such a sequence; the row
+//! that holds it is refused whole, and the rows after it keep their own
+//! line breaks (outside testing: an invalid lead byte before the header's
+//! line break made the first data row part of the header, dropped
+//! unseen).
 
 /// How a client encoding's characters are measured from their first byte
 /// (PostgreSQL's `pg_encoding_mblen` for the encodings that embed ASCII;
@@ -56,7 +65,23 @@ impl LeadBytes {
         self != LeadBytes::Ascii
     }
 
-    /// Bytes after `first` that belong to its character.
+    /// Whether `next` may be a later byte of a character that a high byte
+    /// began: any high byte, or an ASCII byte in the range the encoding's
+    /// characters take there (Shift JIS, Big5, GBK, UHC: `0x40..=0x7E`,
+    /// which holds `\\` and `|`; GB18030's four-byte form: also digits;
+    /// JOHAB: none, as PostgreSQL checks it). Never a control byte, a
+    /// space, `"` or `,`.
+    pub fn continues(self, next: u8) -> bool {
+        next >= 0x80
+            || match self {
+                LeadBytes::Ascii | LeadBytes::Johab => false,
+                LeadBytes::Sjis => (0x40..=0x7e).contains(&next),
+                LeadBytes::Double => (0x30..=0x39).contains(&next) || (0x40..=0x7e).contains(&next),
+            }
+    }
+
+    /// Bytes after `first` that belong to its character, when each of
+    /// them [`LeadBytes::continues`] it.
     pub(super) fn trailing(self, first: u8) -> u8 {
         if first < 0x80 {
             return 0;
@@ -86,5 +111,9 @@ mod tests {
         assert_eq!(LeadBytes::Johab.trailing(0x8f), 2);
         assert_eq!(LeadBytes::Double.trailing(0xff), 1);
         assert_eq!(LeadBytes::Ascii.trailing(0x95), 0);
+        assert!(LeadBytes::Sjis.continues(b'\\') && LeadBytes::Double.continues(b'|'));
+        assert!(!LeadBytes::Sjis.continues(b'\n') && !LeadBytes::Sjis.continues(b'"'));
+        assert!(LeadBytes::Double.continues(b'7') && !LeadBytes::Sjis.continues(b'7'));
+        assert!(!LeadBytes::Johab.continues(b'A') && LeadBytes::Johab.continues(0xa1));
     }
 }

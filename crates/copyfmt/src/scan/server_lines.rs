@@ -58,7 +58,7 @@ pub fn server_lines(d: &Dialect, eol: Eol, record: &[u8]) -> u64 {
     let mut n = 0;
     let mut skip = 0;
     for &c in record {
-        if skip > 0 {
+        if skip > 0 && d.lead_bytes.continues(c) {
             skip -= 1; // the rest of a multibyte character
             continue;
         }

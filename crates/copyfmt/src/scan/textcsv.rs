@@ -291,12 +291,14 @@ impl Scanner {
     /// The slow path over one block: `Scanner::step` on every byte.
     fn slow_block(&mut self, bytes: &[u8], base: usize, stop: Stop, acc: &mut Acc) -> Flow {
         for (i, &b) in bytes.iter().enumerate() {
-            if self.mb_left > 0 {
+            if self.mb_left > 0 && self.dialect.lead_bytes.continues(b) {
                 // The rest of a multibyte character: data, whatever it is.
                 self.mb_left -= 1;
                 acc.lines += u64::from(b == self.line_byte());
                 continue;
             }
+            // A byte no character has there ends it early: itself again.
+            self.mb_left = 0;
             // The server skips the rest of a character it reads as one
             // (up to 13, not one it skips after a text backslash).
             let escaped = self.st == St::TextEsc || (!self.csv && self.st == St::StartBs);

@@ -173,7 +173,7 @@ pub fn reference_full(d: &Dialect, input: &[u8]) -> Reference {
                     let escaped = input.get(i).copied();
                     i += 1;
                     if let Some(e) = escaped.filter(|&e| d.escape_whole_char && e >= 0x80) {
-                        i += trailing(d, e);
+                        i += trailing(d, e, &input[i..]);
                     }
                 }
             }
@@ -181,7 +181,7 @@ pub fn reference_full(d: &Dialect, input: &[u8]) -> Reference {
             // `encoding_embeds_ascii`: the rest of the character, by its
             // first byte, is skipped whatever it holds.
             if c >= 0x80 {
-                i += trailing(d, c);
+                i += trailing(d, c, &input[i..]);
             }
         }
     }
@@ -391,12 +391,24 @@ pub fn csv_with(quote: u8, escape: u8) -> Dialect {
     }
 }
 
-/// Bytes after the high byte `c` in its character (`pg_encoding_mblen`).
-fn trailing(d: &Dialect, c: u8) -> usize {
-    match d.lead_bytes {
+/// Bytes after the high byte `c` in its character (`pg_encoding_mblen`)
+/// among `after`, the bytes that follow it: up to the first that no
+/// character of the encoding holds there (an ASCII byte outside its
+/// trail range ends the character early).
+fn trailing(d: &Dialect, c: u8, after: &[u8]) -> usize {
+    let n = match d.lead_bytes {
         LeadBytes::Ascii => 0,
         LeadBytes::Sjis if (0xa1..=0xdf).contains(&c) => 0,
         LeadBytes::Johab if c == 0x8f => 2,
         _ => 1,
-    }
+    };
+    let trail = |b: u8| {
+        b >= 0x80
+            || match d.lead_bytes {
+                LeadBytes::Sjis => (0x40..=0x7e).contains(&b),
+                LeadBytes::Double => (0x30..=0x7e).contains(&b) && !(0x3a..=0x3f).contains(&b),
+                _ => false,
+            }
+    };
+    after.iter().take(n).take_while(|&&b| trail(b)).count()
 }

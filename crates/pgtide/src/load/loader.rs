@@ -26,6 +26,7 @@
 mod attempts;
 mod held;
 mod lenient;
+mod locate;
 mod nested;
 mod prepare;
 mod staging;
@@ -133,6 +134,9 @@ pub struct Loader {
     /// before it in the transaction (outside testing: a 1%-bad upsert of
     /// 20,000 rows took 330 s), one outside it does not.
     stage_emptied: bool,
+    /// The server refused `load/references.rs`' query once: not asked
+    /// again on this connection.
+    references_refused: bool,
     /// `--on-conflict`: what the last merge did, counted once committed.
     merged_now: Merged,
     /// `--on-conflict`: rows committed merges inserted and updated, not
@@ -227,6 +231,7 @@ impl Loader {
             stage_ready: false,
             staged: None,
             stage_emptied: false,
+            references_refused: false,
             merged_now: Merged::default(),
             merged: Merged::default(),
             lazy_next: false,

@@ -43,6 +43,7 @@ mod plan;
 mod pool;
 mod reader;
 mod reconnect;
+mod references;
 mod resolve;
 mod row_error;
 mod screen;

@@ -50,6 +50,8 @@ pub(super) struct Plan {
     pub defer_constraints: bool,
     /// `--on-conflict`: the staging table and the merge.
     pub upsert: Option<std::sync::Arc<super::upsert::Upsert>>,
+    /// `--rejects`: where foreign key violations are (`references.rs`).
+    pub references: Option<std::sync::Arc<super::references::References>>,
     /// Columns, NULL spelling, `--sql` and `--batch-rows` for the methods.
     pub method_setup: super::loader::MethodSetup,
     /// `--resume`: what earlier runs did (skipped), and the ledger

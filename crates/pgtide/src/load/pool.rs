@@ -200,6 +200,7 @@ pub(super) fn loader_spec(plan: &Plan) -> LoaderSpec {
         table_may_skip: plan.table_may_skip,
         instead_rule: plan.instead_rule,
         upsert: plan.upsert.clone(),
+        references: plan.references.clone(),
         witness: plan
             .witness
             .then(|| crate::witness::Witness::new(plan.target.clone())),

@@ -199,7 +199,10 @@ pub(super) async fn resolve(
             upsert::STAGE.to_owned(),
         ),
     };
-    let list = (opts.columns.is_some() || upsert.is_some()).then(|| catalog::column_list(columns));
+    // Always the columns as the load found them, as pg_dump does: a column
+    // added or dropped while the load runs then stops it with the server's
+    // error, instead of every later row being rejected for its shape.
+    let list = (!columns.is_empty()).then(|| catalog::column_list(columns));
     // Only a single-transaction load can use FREEZE, and it never
     // resumes: --truncate and --create act in its transaction.
     let created_now = created.as_ref().is_some_and(|c| !c.exists);
@@ -291,6 +294,12 @@ pub(super) async fn resolve(
         table_may_skip: table_may_skip && upsert.is_none(),
         instead_rule: found.instead_rule && upsert.is_none(),
         upsert: upsert.clone().map(Arc::new),
+        references: match opts.rejects {
+            Some(_) => super::references::resolve(control, table.oid, columns)
+                .await?
+                .map(Arc::new),
+            None => None,
+        },
         defer_indexes: opts.defer_indexes.then(|| table.clone()),
         defer_constraints: opts.defer_constraints,
         resume: resume.clone(),

@@ -116,6 +116,9 @@ pub struct LoaderSpec {
     /// `--on-conflict`: the COPY statements above load the session's
     /// staging table, merged into the target by this (`load/upsert.rs`).
     pub upsert: Option<Arc<super::upsert::Upsert>>,
+    /// `--rejects`: the query that finds rows a foreign key will refuse
+    /// (`load/references.rs`), when the table has such keys.
+    pub references: Option<Arc<super::references::References>>,
     /// Makes each transaction's id safe from a crash before its `COMMIT`
     /// ([`crate::witness`]); `None` when the load asked for none.
     pub witness: Option<Arc<crate::witness::Witness>>,

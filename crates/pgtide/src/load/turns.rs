@@ -176,10 +176,17 @@ impl Turns {
             if earlier.is_empty() {
                 continue;
             }
-            let row = client
-                .query_one(BLOCKS_EARLIER_SQL, &[&pid, &earlier])
+            // The unnamed statement: a named one is closed when dropped, by
+            // a message whose answer may arrive while the next attempts read
+            // the raw stream (`conn/tap.rs`).
+            use tokio_postgres::types::Type;
+            let rows = client
+                .query_typed(
+                    BLOCKS_EARLIER_SQL,
+                    &[(&pid, Type::INT4), (&earlier, Type::INT4_ARRAY)],
+                )
                 .await?;
-            if row.get::<_, bool>(0) {
+            if rows.first().is_some_and(|r| r.get::<_, bool>(0)) {
                 return Ok(false);
             }
         }

@@ -18,8 +18,10 @@
 //!   NOT NULL column) are rejected first and left out of the chunk
 //!   (`reject/site.rs`), so the rows between them go as one range;
 //! - the server did not name one (foreign keys and AFTER triggers fire at
-//!   the end of the statement, deferred constraints at COMMIT): the range
-//!   is bisected until a single record fails on its own;
+//!   the end of the statement, deferred constraints at COMMIT): the rows
+//!   a foreign key refuses are found by one query and tried alone in
+//!   their place (`reject/hints.rs`); otherwise the range is bisected
+//!   until a single record fails on its own;
 //! - every range goes through a [`Resilient`] loader: the worker's, which
 //!   survives what the main path survives (a broken connection or server
 //!   restart: reconnect, settle an in-doubt `COMMIT` by `txid_status`;
@@ -40,9 +42,12 @@ use copyfmt::scan::{self, RecordSpan};
 
 use super::gate::reject_limit;
 pub use super::gate::Gate;
+use super::hints::Hints;
 pub use super::resilient::Resilient;
 use super::site::Site;
 use super::sizes::{range_bytes, AHEAD, AHEAD_BYTES, MIN_WINDOW};
+pub(crate) use super::verdict::regardless_of_order;
+use super::verdict::{clashes, located_exactly};
 use super::Reject;
 use crate::batch::{Batch, BatchError};
 use crate::chunk::Chunk;
@@ -267,6 +272,7 @@ async fn run(
     // How dirty the chunk looks so far: failed ranges, and how far into
     // the chunk the ranges tried reached (`range_bytes`).
     let (mut failures, mut reached) = (0usize, 0usize);
+    let mut hints = Hints::new();
     match start {
         Start::Failed(first) => queue.push_back((0, n, Some(first))),
         Start::Fresh => queue.push_back((0, n, None)),
@@ -405,6 +411,7 @@ async fn run(
                     match result {
                         Ok(rows) => {
                             out.loaded += rows;
+                            hints.loaded(l, h);
                             let skipped = loader.take_skipped();
                             settled_around(&site, l, h, &skipped, out, &mut queue);
                         }
@@ -429,7 +436,17 @@ async fn run(
             return Err(stop_error(&site, lo, e));
         }
         let located = e.record.and_then(|k| site.record(lo, hi, k as usize));
-        failures += 1;
+        let pointed = located.is_none() && mode == Mode::OneTransaction;
+        if pointed
+            && hints
+                .point(loader, (&site, chunk.eol), (lo, hi), &e, &mut queue)
+                .await
+        {
+            continue;
+        }
+        if !hints.foreseen(lo, hi) {
+            failures += 1;
+        }
         reached = reached.max(spans[located.unwrap_or(hi - 1)].end);
         match located {
             // The server may name a row near the bad one: make that row
@@ -473,29 +490,6 @@ async fn run(
         }
     }
     Ok(())
-}
-
-/// Whether the row the server named is certainly the bad one. Encoding
-/// errors (22021, 22P05) are raised while converting a block of raw input,
-/// which can be before the row is parsed, so the line in the context may
-/// be an earlier row (seen: a NUL byte reported on the line before); every
-/// other error is raised while that very row is processed.
-fn located_exactly(e: &BatchError) -> bool {
-    !matches!(e.error.code().map(|c| c.code()), Some("22021" | "22P05"))
-}
-
-/// A unique or exclusion violation: the row clashes with another.
-fn clashes(e: &BatchError) -> bool {
-    matches!(e.error.code().map(|c| c.code()), Some("23505" | "23P01"))
-}
-
-/// Whether a row's error is its own whatever was loaded before it: a bad
-/// value (class 22: input syntax, range, length, encoding, column count)
-/// or a NULL in a NOT NULL column.
-pub(crate) fn regardless_of_order(e: &BatchError) -> bool {
-    e.error
-        .code()
-        .is_some_and(|c| c.code().starts_with("22") || c.code() == "23502")
 }
 
 /// Records `lo..hi` were loaded except `skipped` (0-based in what was

@@ -16,11 +16,13 @@
 //! workers x chunk size), however many rows are rejected in total.
 
 pub mod gate;
+mod hints;
 pub mod isolate;
 pub mod paths;
 mod resilient;
 mod site;
 mod sizes;
+mod verdict;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;

@@ -5,7 +5,7 @@
 
 use std::future::Future;
 
-use copyfmt::scan::Dialect;
+use copyfmt::scan::{Dialect, Eol};
 
 use crate::batch::{Batch, BatchError, TxStart};
 
@@ -74,6 +74,18 @@ pub trait Resilient: Send {
         batches: &[Batch],
     ) -> impl Future<Output = Option<Result<Vec<Option<BatchError>>, BatchError>>> + Send {
         let _ = batches;
+        std::future::ready(None)
+    }
+    /// The 0-based records of `batch` (read in the chunk's `eol` style)
+    /// that a foreign key will refuse, asked inside the open transaction;
+    /// `None` when the loader cannot tell. Only a hint (see
+    /// `load/references.rs`).
+    fn missing_references(
+        &mut self,
+        batch: &Batch,
+        eol: Eol,
+    ) -> impl Future<Output = Option<Vec<u64>>> + Send {
+        let _ = (batch, eol);
         std::future::ready(None)
     }
     /// Commits the open transaction: `Ok(true)` committed, `Ok(false)`

@@ -401,3 +401,35 @@ pub fn rejected_lines(rejects: &std::path::Path) -> Vec<u64> {
         })
         .collect()
 }
+
+/// Rows the server inserted into `table` (`n_tup_ins`, rows later undone
+/// included), once the load's sessions reported them: they report when
+/// they end (within seconds; the bound keeps a server that never reports
+/// from hanging). At least `loaded`, or the test fails.
+pub async fn rows_inserted(client: &Client, table: &str, loaded: u64) -> i64 {
+    let mut last = -1;
+    for _ in 0..100 {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        client
+            .batch_execute("SELECT pg_stat_clear_snapshot()")
+            .await
+            .unwrap();
+        let n: i64 = client
+            .query_one(
+                "SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = $1",
+                &[&table],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if n == last && n >= loaded as i64 {
+            break;
+        }
+        last = n;
+    }
+    assert!(
+        last >= loaded as i64,
+        "the server's statistics never counted the rows loaded ({last})"
+    );
+    last
+}

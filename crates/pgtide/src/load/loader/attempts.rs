@@ -321,7 +321,7 @@ impl Loader {
 
     /// Settles what the last attempt on the wire left open, before any
     /// other statement of the transaction.
-    async fn settle(&mut self) -> Result<(), BatchError> {
+    pub(super) async fn settle(&mut self) -> Result<(), BatchError> {
         let (sql, _) = std::mem::take(&mut self.open).settle();
         if sql.is_empty() {
             return Ok(());
