@@ -178,7 +178,7 @@ impl RejectFile {
                         ErrorKind::Output,
                         format!("cannot create {}: {e}", p.display()),
                     )
-                    .with_hint("check that the directory exists and is writable")
+                    .with_hint(paths::hint(&e))
                 })
         };
         Ok(RejectFile {
@@ -207,6 +207,7 @@ impl RejectFile {
                 .mode(0o600)
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(p)?;
+            paths::lock(&f)?;
             f.set_len(keep)?;
             f.seek(SeekFrom::Start(keep))?;
             Ok(f)
@@ -217,7 +218,7 @@ impl RejectFile {
                 ErrorKind::Output,
                 format!("cannot open {}: {e}", p.display()),
             )
-            .with_hint("check that the directory exists and is writable")
+            .with_hint(paths::hint(&e))
         };
         let rows = open(path, earlier.rows_len).map_err(|e| fail(path, e))?;
         let log_file = open(&log, earlier.log_len).map_err(|e| fail(&log, e))?;

@@ -44,15 +44,40 @@ pub fn create(p: &Path, overwrite: bool) -> io::Result<File> {
         .mode(MODE)
         .custom_flags(libc::O_NOFOLLOW);
     if overwrite {
-        options.create(true).truncate(true);
+        options.create(true);
     } else {
         options.create_new(true);
     }
     let file = options.open(p)?;
+    lock(&file)?;
+    file.set_len(0)?;
     // `mode` applies only to a file created here; an overwritten one keeps
     // its old permissions unless set.
     file.set_permissions(Permissions::from_mode(MODE))?;
     Ok(file)
+}
+
+/// Takes the file for this run alone (an exclusive `flock`, held while it
+/// is open), before anything in it changes: two runs writing one reject
+/// file tear each other's rows (outside testing: a `--resume` run whose
+/// sessions were terminated went on while a second one started).
+pub fn lock(file: &File) -> io::Result<()> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            "another pgtide run is writing it",
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
+}
+
+/// What to do about a reject file that cannot be opened for `e`.
+pub fn hint(e: &io::Error) -> &'static str {
+    match e.kind() {
+        io::ErrorKind::WouldBlock => "wait for that run to end, or give another --rejects file",
+        _ => "check that the directory exists and is writable",
+    }
 }
 
 /// One of the two reject paths (`p`; `path` is what `--rejects` named).
@@ -138,6 +163,21 @@ fn identity_of_path(p: &Path) -> Identity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_another_run_writes_is_neither_truncated_nor_shared() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let rejects = dir.path().join("r");
+        let mut first = create(&rejects, false).unwrap();
+        first.write_all(b"1,x\n").unwrap();
+        let e = create(&rejects, true).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock, "{e}");
+        assert_eq!(std::fs::read(&rejects).unwrap(), b"1,x\n");
+        drop(first);
+        create(&rejects, true).unwrap();
+        assert!(std::fs::read(&rejects).unwrap().is_empty());
+    }
 
     #[test]
     fn a_new_file_in_a_new_place_is_fine_and_created_private() {
