@@ -1,4 +1,5 @@
--- The foreign keys of table $1 that reference another table, each with
+-- The foreign keys of table $1 that reference another table (not the
+-- table itself, nor, for a partition, one of its ancestors), each with
 -- its columns in key order and the referenced table and columns, quoted.
 -- Left out: the clones PostgreSQL makes of a key that references a
 -- partitioned table, one per referenced partition (their parent, on the
@@ -17,7 +18,7 @@ JOIN pg_class r ON r.oid = c.confrelid
 JOIN pg_namespace n ON n.oid = r.relnamespace
 WHERE c.conrelid = $1
   AND c.contype = 'f'
-  AND c.confrelid <> c.conrelid
+  AND c.confrelid NOT IN (SELECT relid FROM pg_partition_ancestors(c.conrelid))
   AND NOT EXISTS (SELECT FROM pg_constraint p
                   WHERE p.oid = c.conparentid AND p.conrelid = c.conrelid)
 ORDER BY c.conname

@@ -181,10 +181,20 @@ impl RejectFile {
                     .with_hint(paths::hint(&e))
                 })
         };
+        // Both locked before either is emptied: a run that holds one keeps it.
+        let (rows, log) = (open(path)?, open(&log_path)?);
+        for (f, p) in [(&rows, path), (&log, log_path.as_path())] {
+            f.get_ref().set_len(0).map_err(|e| {
+                Error::new(
+                    ErrorKind::Output,
+                    format!("cannot empty {}: {e}", p.display()),
+                )
+            })?;
+        }
         Ok(RejectFile {
             path: path.to_owned(),
-            rows: open(path)?,
-            log: open(&log_path)?,
+            rows,
+            log,
             prologue: None,
             epilogue: None,
             written: 0,
@@ -199,18 +209,21 @@ impl RejectFile {
     /// off), creating them (mode 0600, no link followed) when missing.
     /// Each row's log line names `run`.
     pub fn append(path: &Path, earlier: &Earlier, run: Arc<str>) -> Result<RejectFile> {
-        let open = |p: &Path, keep: u64| -> std::io::Result<File> {
+        let open = |p: &Path| -> std::io::Result<File> {
             use std::os::unix::fs::OpenOptionsExt;
-            let mut f = std::fs::OpenOptions::new()
+            let f = std::fs::OpenOptions::new()
                 .write(true)
                 .create(true)
                 .mode(0o600)
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(p)?;
             paths::lock(&f)?;
-            f.set_len(keep)?;
-            f.seek(SeekFrom::Start(keep))?;
             Ok(f)
+        };
+        // Both locked before either is cut: a run that holds one keeps it.
+        let cut = |f: &mut File, keep: u64| -> std::io::Result<()> {
+            f.set_len(keep)?;
+            f.seek(SeekFrom::Start(keep)).map(|_| ())
         };
         let log = log_path(path);
         let fail = |p: &Path, e: std::io::Error| {
@@ -220,8 +233,10 @@ impl RejectFile {
             )
             .with_hint(paths::hint(&e))
         };
-        let rows = open(path, earlier.rows_len).map_err(|e| fail(path, e))?;
-        let log_file = open(&log, earlier.log_len).map_err(|e| fail(&log, e))?;
+        let mut rows = open(path).map_err(|e| fail(path, e))?;
+        let mut log_file = open(&log).map_err(|e| fail(&log, e))?;
+        cut(&mut rows, earlier.rows_len).map_err(|e| fail(path, e))?;
+        cut(&mut log_file, earlier.log_len).map_err(|e| fail(&log, e))?;
         Ok(RejectFile {
             path: path.to_owned(),
             rows: BufWriter::with_capacity(256 * 1024, rows),
