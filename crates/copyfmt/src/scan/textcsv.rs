@@ -292,15 +292,14 @@ impl Scanner {
     fn slow_block(&mut self, bytes: &[u8], base: usize, stop: Stop, acc: &mut Acc) -> Flow {
         for (i, &b) in bytes.iter().enumerate() {
             if self.mb_left > 0 && self.dialect.lead_bytes.continues(b) {
-                // The rest of a multibyte character: data, whatever it is.
+                // The rest of a multibyte character (never a line break).
                 self.mb_left -= 1;
-                acc.lines += u64::from(b == self.line_byte());
                 continue;
             }
-            // A byte no character has there ends it early: itself again.
+            // A byte no character has there ended it early. The server skips
+            // the rest of a character it reads as one (up to 13, not one it
+            // skips after a text backslash).
             self.mb_left = 0;
-            // The server skips the rest of a character it reads as one
-            // (up to 13, not one it skips after a text backslash).
             let escaped = self.st == St::TextEsc || (!self.csv && self.st == St::StartBs);
             let escaped = escaped && !self.dialect.escape_whole_char;
             let mut ev = self.step(b);
