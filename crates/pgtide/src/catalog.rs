@@ -77,6 +77,18 @@ impl Table {
         })
     }
 
+    /// What the relation is when it holds no rows to copy (`COPY t TO`
+    /// refuses it), as the server's error names it: a sequence, an index,
+    /// a composite type.
+    pub fn not_rows(&self) -> Option<&'static str> {
+        match self.kind {
+            'S' => Some("sequence"),
+            'i' | 'I' => Some("index"),
+            'c' => Some("composite type"),
+            _ => None,
+        }
+    }
+
     /// The table as a FROM item that reads its own rows, as `COPY t TO`
     /// does: `ONLY t` for a table (an inheritance parent's children are
     /// tables of their own, copied or exported as such), the whole tree of

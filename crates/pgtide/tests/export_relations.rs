@@ -130,3 +130,36 @@ async fn a_table_of_no_columns_exports_a_line_per_row() {
         }
     }
 }
+
+/// A sequence is refused as `COPY seq TO` (and psql's `\copy`) refuse
+/// it, with a hint that names the query that reads it; nothing is written.
+#[tokio::test]
+async fn a_sequence_is_refused_as_copy_refuses_it() {
+    let db = Db::start().await;
+    db.client.batch_execute("CREATE SEQUENCE s1").await.unwrap();
+    let refused = db
+        .client
+        .batch_execute("COPY s1 TO STDOUT")
+        .await
+        .unwrap_err();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s1");
+    let o = ExportOptions::new(
+        What::Table(QualifiedName::parse("s1").unwrap()),
+        path.display().to_string(),
+        CopyFormat::Text,
+    );
+    let e = export::run(&db.target, &o, Arc::new(Progress::new(1)))
+        .await
+        .unwrap_err();
+    assert!(
+        refused.as_db_error().unwrap().message() == "cannot copy from sequence \"s1\"",
+        "{refused:?}"
+    );
+    assert!(e.to_string().contains("cannot copy from sequence"), "{e}");
+    assert!(
+        format!("{e:?}").contains("SELECT * FROM public.s1"),
+        "{e:?}"
+    );
+    assert!(!path.exists());
+}

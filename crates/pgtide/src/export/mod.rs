@@ -355,6 +355,17 @@ async fn plan(client: &tokio_postgres::Client, opts: &ExportOptions) -> Result<P
         }
         What::Table(name) => {
             let table = Table::resolve(client, name).await?;
+            if let Some(what) = table.not_rows() {
+                // As `COPY t TO` (and psql's `\copy`) refuses it.
+                return Err(
+                    Error::config(format!("cannot copy from {what} {}", table.name)).with_hint(
+                        format!(
+                            "export a query of it instead: --query 'SELECT * FROM {}'",
+                            table.name
+                        ),
+                    ),
+                );
+            }
             // A table of no columns exports a line per row (a CSV header
             // line is empty), as `COPY (SELECT FROM t) TO` writes.
             let columns = table.select(opts.columns.as_deref())?;

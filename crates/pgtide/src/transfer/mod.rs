@@ -97,7 +97,7 @@ pub async fn run(
     let (s, t) = (plan::server(&src).await?, plan::server(&dst).await?);
     let mut notes = Vec::new();
     let names = plan::table_names(&src, opts).await?;
-    plan::refuse_partition_with_parent(&src, &names).await?;
+    plan::refuse_sources(&src, &names).await?;
     let created = if opts.create {
         create::create_missing(&src, &dst, from, to, &names, s.major as u32).await?
     } else {

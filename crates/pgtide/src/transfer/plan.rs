@@ -166,21 +166,48 @@ pub(super) async fn plan(
     Ok(plans)
 }
 
+/// Refuses a source that is no table of rows: a sequence, index or
+/// composite type (`COPY t TO` refuses them), or a foreign table, whose
+/// rows live on another server, out of the snapshot's reach (and
+/// `LOCK TABLE` refuses it).
+fn refuse_kind(source: &Table) -> Result<()> {
+    let what = match source.kind {
+        'f' => "foreign table",
+        _ => match source.not_rows() {
+            Some(what) => what,
+            None => return Ok(()),
+        },
+    };
+    let hint = match source.kind {
+        'f' => "copy the table from the server that holds it, or `pgtide export --query` \
+                its rows and load the file"
+            .to_owned(),
+        _ => format!(
+            "copy tables only; for its values, `pgtide export --query 'SELECT * FROM {}'`",
+            source.name
+        ),
+    };
+    Err(Error::config(format!(
+        "cannot copy from {what} {} (on the source)",
+        source.name
+    ))
+    .with_hint(hint))
+}
+
 /// Refuses a partition named beside a partitioned table it belongs to (at
 /// any depth): the parent's rows are its partitions', so that
 /// partition's rows would be copied twice (and with `--truncate`, two
 /// workers' TRUNCATEs of one tree deadlock). An inheritance child is
-/// not refused: its parent is copied `ONLY`.
+/// not refused: its parent is copied `ONLY`. Nor is a source that is no
+/// table ([`refuse_kind`]).
 /// Runs before `--create` writes anything on the target.
-pub(super) async fn refuse_partition_with_parent(
-    src: &Client,
-    names: &[QualifiedName],
-) -> Result<()> {
+pub(super) async fn refuse_sources(src: &Client, names: &[QualifiedName]) -> Result<()> {
     let mut tables = Vec::with_capacity(names.len());
     for name in names {
         let t = Table::resolve(src, name)
             .await
             .map_err(|e| on_side(e, "on the source", "--from"))?;
+        refuse_kind(&t)?;
         tables.push((t.oid, t.name.to_string()));
     }
     let oids: Vec<Oid> = tables.iter().map(|(o, _)| *o).collect();
@@ -251,11 +278,14 @@ async fn plan_table(
                     .any(|t| t.name == c.name && !t.generated)
         })
         .collect();
-    if columns.is_empty() {
+    // A table of no columns has rows all the same (`SELECT FROM t`), one
+    // empty line each, which a target of no columns takes as they are.
+    if columns.is_empty() && target.columns.iter().any(|c| !c.generated) {
         return Err(Error::config(format!(
-            "{} has no columns to copy",
-            source.name
-        )));
+            "{} has no columns to copy, and {} on the target has columns",
+            source.name, target.name
+        ))
+        .with_hint("a row of no values cannot fill them: copy into a table of no columns"));
     }
     let mut pairs = Vec::new();
     for c in &columns {

@@ -41,10 +41,12 @@ pub(super) fn jobs(
         let select = format!("SELECT {} FROM {}", p.columns, p.source.rows_from());
         let target = p.target.name.quoted();
         let freeze = if p.freeze { ", FREEZE" } else { "" };
-        let target_sql = format!(
-            "COPY {target} ({}) FROM STDIN (FORMAT {format}{freeze})",
-            p.columns
-        );
+        // `COPY t ()` is a syntax error: no list for a table of no columns.
+        let list = match p.columns.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", p.columns),
+        };
+        let target_sql = format!("COPY {target}{list} FROM STDIN (FORMAT {format}{freeze})");
         let begin = if opts.truncate {
             format!("BEGIN; {}", super::depends::truncate_sql(plans, deps, i))
         } else {

@@ -175,3 +175,42 @@ async fn create_makes_missing_tables_from_pg_dump_and_sets_sequences() {
     assert!(r.created.is_none());
     same_rows(&src, &dst, "app.events").await;
 }
+
+/// A sequence or a foreign table named as a source is refused before
+/// `--create` writes anything on the target (a sequence of that name was
+/// created there, then the copy failed on `LOCK TABLE`).
+#[tokio::test]
+async fn a_source_that_is_no_table_is_refused_before_create() {
+    let (src, dst) = pair().await;
+    src.client
+        .batch_execute(
+            "CREATE SEQUENCE s1;
+             CREATE EXTENSION postgres_fdw;
+             CREATE SERVER elsewhere FOREIGN DATA WRAPPER postgres_fdw;
+             CREATE FOREIGN TABLE ft (a int) SERVER elsewhere;",
+        )
+        .await
+        .unwrap();
+    for (table, what) in [("s1", "sequence"), ("ft", "foreign table")] {
+        let mut o = TransferOptions::new(names(&[table]));
+        o.create = true;
+        let e = transfer::run(&src.target, &dst.target, &o, Arc::new(Progress::new(1)))
+            .await
+            .expect_err(table);
+        assert_eq!(e.kind(), ErrorKind::Config, "{e:?}");
+        assert_eq!(
+            e.message(),
+            format!("cannot copy from {what} public.{table} (on the source)")
+        );
+        let left = dst
+            .client
+            .query_one(
+                "SELECT count(*) FROM pg_catalog.pg_class WHERE relname = $1",
+                &[&table],
+            )
+            .await
+            .unwrap()
+            .get::<_, i64>(0);
+        assert_eq!(left, 0, "{table} was created on the target");
+    }
+}

@@ -4,7 +4,8 @@
 //! source column into a plain target column, xml fragments under a
 //! target `xmloption = document`, a snapshot kept through a role's
 //! `idle_in_transaction_session_timeout` and `transaction_timeout`; and a partition named beside
-//! its parent is refused, not copied twice.
+//! its parent is refused, not copied twice; a table of no columns copies
+//! its rows.
 
 use pgtide::transfer::TransferOptions;
 
@@ -340,4 +341,47 @@ async fn schema_copies_partitions_whose_parent_is_elsewhere() {
     )
     .await;
     assert_eq!(got, ["200 1"], "e1 and sub (with its leaf) once each");
+}
+
+/// A table of no columns copies its rows (one empty line each), binary or
+/// text, with any worker count, and `--verify` counts them; a target
+/// with columns is refused (a row of no values cannot fill them).
+#[tokio::test]
+async fn a_table_of_no_columns_copies_its_rows() {
+    let (src, dst) = pair().await;
+    both(&src, &dst, "CREATE TABLE z0 ()").await;
+    src.client
+        .batch_execute(
+            "INSERT INTO z0 SELECT FROM generate_series(1, 5000);
+             CREATE TABLE z1 (); INSERT INTO z1 SELECT FROM generate_series(1, 3)",
+        )
+        .await
+        .unwrap();
+    dst.client
+        .batch_execute("CREATE TABLE z1 (a int)")
+        .await
+        .unwrap();
+    for (workers, text) in [(1, false), (3, false), (2, true)] {
+        dst.client.batch_execute("TRUNCATE z0").await.unwrap();
+        let mut o = TransferOptions::new(names(&["z0"]));
+        (o.workers, o.force_text, o.verify) = (workers, text, true);
+        let r = copy_ok(&src, &dst, &o).await;
+        assert_eq!(r.rows, 5000, "{workers} {text}");
+        let n: i64 = dst
+            .client
+            .query_one("SELECT count(*) FROM z0", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 5000, "{workers} {text}");
+    }
+    let e = pgtide::transfer::run(
+        &src.target,
+        &dst.target,
+        &TransferOptions::new(names(&["z1"])),
+        std::sync::Arc::new(pgtide::progress::Progress::new(1)),
+    )
+    .await
+    .expect_err("z1 has columns on the target");
+    assert!(e.message().contains("has no columns to copy"), "{e:?}");
 }
