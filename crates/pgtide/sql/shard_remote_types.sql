@@ -1,6 +1,8 @@
 -- Columns of the remote table $1 (quoted, schema-qualified), on the
 -- shard: name, then what shard_type_detail.sql gives for its type (with
--- the column's typmod), then the type as SQL spells it.
+-- the column's typmod), then the type as SQL spells it, then whether
+-- COPY gives it a value of its own when it is not loaded (a default, an
+-- identity).
 SELECT a.attname::text,
        n.nspname::text, t.typname::text, a.atttypmod,
        b.typtype::text, bn.nspname::text,
@@ -9,7 +11,8 @@ SELECT a.attname::text,
                  WHERE e.enumtypid = b.oid ORDER BY e.enumsortorder)
        END,
        t.typtype <> 'd' AND t.typcategory = 'A',
-       pg_catalog.format_type(a.atttypid, a.atttypmod)
+       pg_catalog.format_type(a.atttypid, a.atttypmod),
+       a.atthasdef OR a.attidentity <> ''
 FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
 JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace

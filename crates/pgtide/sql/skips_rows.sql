@@ -3,7 +3,9 @@
 -- on a view) the insert, whose function may return NULL, on the relation
 -- or, for a partitioned table, on any partition at any level (rows routed
 -- there fire its triggers). With $2 (the INSERT methods) an INSTEAD rule
--- on INSERT counts too; COPY ignores rules.
+-- on INSERT counts too; COPY ignores rules. With $3, a foreign table in
+-- the tree counts too: its server's table may have such a trigger (a
+-- postgres_fdw insert that a remote trigger dropped counts no row).
 -- tgtype bits (catalog/pg_trigger.h): ROW 1, BEFORE 2, INSERT 4, INSTEAD 64.
 SELECT EXISTS (
            SELECT 1
@@ -22,3 +24,11 @@ SELECT EXISTS (
              AND r.ev_type = '3'
              AND r.is_instead
              AND r.ev_enabled <> 'D'))
+    OR ($3 AND EXISTS (
+           SELECT 1
+           FROM pg_catalog.pg_class c
+           WHERE c.relkind = 'f'
+             AND c.oid IN (SELECT $1::oid
+                           UNION ALL
+                           SELECT p.relid::oid
+                           FROM pg_catalog.pg_partition_tree($1::oid::regclass) p)))

@@ -203,11 +203,25 @@ pub async fn server_major(client: &Client) -> Result<u32> {
 /// Whether inserting into the relation `oid` can drop rows on purpose (a
 /// BEFORE or INSTEAD OF row trigger on INSERT, on it or on a partition;
 /// with `inserts`, an INSTEAD rule too): only then may the server count
-/// fewer rows than were sent without it being a bug. See
-/// `sql/skips_rows.sql`.
+/// fewer rows than were sent without it being a bug. A foreign table
+/// (the relation or a partition) counts too: its server's table may have
+/// such a trigger. See `sql/skips_rows.sql`.
 pub async fn may_skip_rows(client: &Client, oid: Oid, inserts: bool) -> Result<bool> {
+    skip_query(client, oid, inserts, true).await
+}
+
+/// [`may_skip_rows`] of COPY into the relation on this server alone, its
+/// foreign tables not counted (a sharded load asks their servers).
+pub async fn may_skip_rows_here(client: &Client, oid: Oid) -> Result<bool> {
+    skip_query(client, oid, false, false).await
+}
+
+async fn skip_query(client: &Client, oid: Oid, inserts: bool, foreign: bool) -> Result<bool> {
     let row = client
-        .query_one(include_str!("../sql/skips_rows.sql"), &[&oid, &inserts])
+        .query_one(
+            include_str!("../sql/skips_rows.sql"),
+            &[&oid, &inserts, &foreign],
+        )
         .await?;
     Ok(row.get(0))
 }

@@ -5,7 +5,9 @@
 //!   shard's own settings (of its role or database), not with the
 //!   coordinator's;
 //! - a remote column of another type than the foreign table's (plain
-//!   `numeric` behind `numeric(10,2)`) kept digits the coordinator rounds.
+//!   `numeric` behind `numeric(10,2)`) kept digits the coordinator rounds;
+//! - and three ways the shard's table acted otherwise: defaults, triggers
+//!   that drop rows, deferred unique keys.
 
 mod support;
 
@@ -175,4 +177,94 @@ async fn domains_and_differing_array_nulls_go_through_the_coordinator() {
     assert!(r.failure.is_none(), "{:?}", r.failure);
     let stored = support::texts(&remote, "SELECT (a[2] IS NULL)::text FROM ra").await;
     assert_eq!(stored, ["false"]);
+}
+
+/// What the shard's table itself does (outside testing found three ways
+/// the client's route differed from the coordinator's): a column missing
+/// from the input is NULL, not the remote table's default (postgres_fdw
+/// sends it NULL); rows a remote trigger drops are skipped by the table,
+/// not "a bug"; a deferred unique key on the shard rejects rows with
+/// `--rejects`, not the whole part at COMMIT.
+#[tokio::test]
+async fn a_shards_defaults_triggers_and_deferred_keys_act_as_through_the_coordinator() {
+    let db = Db::start().await;
+    let (_shards, remote) = support::shard_server(&db).await;
+    remote
+        .batch_execute(
+            "CREATE TABLE rdf (n int, c text, v int DEFAULT 42);
+             CREATE TABLE rtg (n int, v int);
+             CREATE FUNCTION dropsome() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN IF NEW.v % 10 = 0 THEN RETURN NULL; END IF; RETURN NEW; END $$;
+             CREATE TRIGGER t BEFORE INSERT ON rtg FOR EACH ROW EXECUTE FUNCTION dropsome();
+             CREATE TABLE rdd (id int, u int,
+               CONSTRAINT rdd_u UNIQUE (u) DEFERRABLE INITIALLY DEFERRED);",
+        )
+        .await
+        .unwrap();
+    db.client
+        .batch_execute(
+            "CREATE TABLE df (n int, c text, v int) PARTITION BY HASH (n);
+             CREATE FOREIGN TABLE df0 PARTITION OF df FOR VALUES WITH (modulus 1, remainder 0)
+                 SERVER shard2 OPTIONS (table_name 'rdf');
+             CREATE TABLE tg (n int, v int) PARTITION BY HASH (n);
+             CREATE FOREIGN TABLE tg0 PARTITION OF tg FOR VALUES WITH (modulus 1, remainder 0)
+                 SERVER shard2 OPTIONS (table_name 'rtg');
+             CREATE TABLE dd (id int, u int) PARTITION BY HASH (id);
+             CREATE FOREIGN TABLE dd0 PARTITION OF dd FOR VALUES WITH (modulus 1, remainder 0)
+                 SERVER shard2 OPTIONS (table_name 'rdd');",
+        )
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let load = |table: &str, csv: String, columns: Option<&[&str]>, rejects: bool| {
+        let coordinator = table.ends_with(" via coordinator");
+        let table = table.trim_end_matches(" via coordinator");
+        let path = db.file(csv.as_bytes(), support::Compress::None);
+        let mut opts = LoadOptions::new(
+            vec![path.to_string_lossy().into_owned()],
+            QualifiedName::parse(table).unwrap(),
+            CopyFormat::Csv,
+        );
+        opts.columns = columns.map(|c| c.iter().map(|c| c.to_string()).collect());
+        if rejects {
+            opts.rejects = Some(dir.path().join(table));
+        }
+        if coordinator {
+            opts.route = pgtide::load::sharded::Route::Coordinator;
+        }
+        let target = db.target.clone();
+        async move {
+            pgtide::load::run(&target, &opts, Arc::new(Progress::new(1)))
+                .await
+                .unwrap()
+        }
+    };
+    let rows = |f: fn(i32) -> String| (1..=200).map(f).collect::<String>();
+
+    let r = load("df", rows(|n| format!("{n},c\n")), Some(&["n", "c"]), false).await;
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    let stored = support::texts(&remote, "SELECT count(*)::text FROM rdf WHERE v IS NULL").await;
+    assert_eq!(stored, ["200"], "v is NULL, as through the coordinator");
+
+    let r = load("tg", rows(|n| format!("{n},{n}\n")), None, false).await;
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!((r.rows_loaded, r.rows_skipped_by_table), (180, 20));
+    let stored = support::texts(&remote, "SELECT count(*)::text FROM rtg").await;
+    assert_eq!(stored, ["180"]);
+    // Through the coordinator, postgres_fdw counts no row for a dropped one.
+    let r = load(
+        "tg via coordinator",
+        rows(|n| format!("{n},{n}\n")),
+        None,
+        false,
+    )
+    .await;
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!((r.rows_loaded, r.rows_skipped_by_table), (180, 20));
+
+    let r = load("dd", rows(|n| format!("{n},{}\n", n % 150)), None, true).await;
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!((r.rows_loaded, r.rows_rejected), (150, 50));
+    let stored = support::texts(&remote, "SELECT count(DISTINCT u)::text FROM rdd").await;
+    assert_eq!(stored, ["150"]);
 }

@@ -357,8 +357,8 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
     let routable = opts.on_conflict.is_none() && !opts.single_transaction;
     if table.kind == 'p' && routable {
         if let Ok(plan) = sharded::plan(target, opts, table, &columns).await? {
-            let (v, skip) = (found.server_version.clone(), found.table_may_skip);
-            let run = sharded::run(target, opts, table, &columns, plan, v, skip, progress);
+            let v = found.server_version.clone();
+            let run = sharded::run(target, opts, table, &columns, plan, v, progress);
             return run.await;
         }
     }

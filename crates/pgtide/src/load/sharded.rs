@@ -243,7 +243,6 @@ pub async fn run(
     columns: &[&Column],
     plan: Plan,
     server_version: String,
-    table_may_skip: bool,
     progress: Arc<Progress>,
 ) -> Result<Report> {
     let start = Instant::now();
@@ -383,6 +382,7 @@ pub async fn run(
         (None, _) => None,
     };
     let n_servers = servers.len();
+    let may_skip = plan.may_skip;
     let shared = Arc::new(Shared {
         plan,
         dests,
@@ -393,7 +393,7 @@ pub async fn run(
         nulls,
         framing,
         message_bytes: opts.message_bytes,
-        may_skip: table_may_skip,
+        may_skip,
         ledger: Mutex::new(Ledger {
             per_server: vec![Vec::new(); n_servers],
             in_doubt: vec![Vec::new(); n_servers],

@@ -56,6 +56,12 @@ pub struct Plan {
     /// The coordinator session's settings that shard sessions take
     /// ([`remote_check::SET_ON_SHARDS`]).
     pub settings: Vec<(String, String)>,
+    /// Some leaf may drop rows without an error, so that a server counts
+    /// fewer rows than were sent (`catalog::may_skip_rows`): a trigger on
+    /// the coordinator's tree, on a remote table loaded directly, or a
+    /// foreign leaf loaded through the coordinator (whose remote table
+    /// pgtide does not see).
+    pub may_skip: bool,
 }
 
 /// One leaf of the plan, for `--explain` and `--json`.
@@ -139,8 +145,16 @@ impl Plan {
             routes,
             columns: names,
             settings,
+            may_skip: crate::catalog::may_skip_rows_here(client, table.oid).await?,
         };
         remote_check::check_types(client, columns, &passed_on, &mut plan).await?;
+        // After the checks: they send leaves through the coordinator.
+        plan.may_skip |= plan
+            .tree
+            .leaves
+            .iter()
+            .zip(&plan.routes)
+            .any(|(leaf, route)| leaf.relkind == 'f' && matches!(route, LeafRoute::Coordinator(_)));
         Ok(plan)
     }
 

@@ -84,6 +84,10 @@ pub struct Remote {
     pub table: QualifiedName,
     /// The remote name of each input column, in input order.
     pub columns: Vec<String>,
+    /// The remote names of the foreign table's columns the input does
+    /// not hold: postgres_fdw sends them NULL, a COPY on the server would
+    /// give them its defaults (`remote_check::check_server`).
+    pub others: Vec<String>,
     /// Whether the connection came from `--shard-db`.
     pub overridden: bool,
 }
@@ -152,6 +156,11 @@ pub async fn resolve(
             r.get::<_, String>(0)
         )));
     }
+    let others = cols
+        .iter()
+        .filter(|r| !input_columns.contains(&r.get::<_, String>(0)))
+        .map(|r| r.get::<_, String>(1))
+        .collect();
     let table = QualifiedName {
         schema: Some(
             lookup(&ft_options, "schema_name")
@@ -187,6 +196,7 @@ pub async fn resolve(
         target,
         table,
         columns,
+        others,
         overridden,
     })))
 }

@@ -21,12 +21,21 @@
 //!   the coordinator's, then read again by the shard's. Where the two
 //!   differ and a loaded column reads it, the leaf goes through the
 //!   coordinator (`PASSED_ON`).
+//! - **Defaults.** Through the coordinator, a column of the foreign table
+//!   that the input does not hold is sent as NULL (postgres_fdw sends
+//!   every column); a COPY on the server gives it the remote table's
+//!   default. Such a leaf goes through the coordinator ([`defaulted`]).
+//! - **Triggers.** A remote table whose trigger drops rows makes its
+//!   server count fewer rows than were sent: the load counts them as
+//!   skipped by the table rather than calling it a bug
+//!   ([`remote_may_skip`], `Plan::may_skip`).
 
 use tokio_postgres::Client;
 
 use super::{LeafRoute, Plan};
 use crate::catalog::Column;
 use crate::error::Result;
+use crate::ident::QualifiedName;
 
 /// Settings that shard sessions take from the coordinator's session.
 pub const SET_ON_SHARDS: &[&str] = &["DateStyle", "TimeZone", "IntervalStyle"];
@@ -112,7 +121,9 @@ impl Detail {
 type Shard = (Client, Vec<(String, String)>);
 
 /// Sends each foreign leaf that would store a value otherwise than the
-/// coordinator through the coordinator, with the reason. `client` is a
+/// coordinator (another type, setting or default) through the
+/// coordinator, with the reason; notes in `plan.may_skip` a leaf loaded
+/// on its server whose table may drop rows. `client` is a
 /// coordinator session whose settings are the load's (`settings`: its
 /// values of `PASSED_ON`); `columns` the loaded columns. A server that
 /// cannot be reached now is left as it is: the load's own connection
@@ -185,6 +196,8 @@ pub async fn check_types(
             }
         };
         let Some((remote, theirs)) = &sessions[at].1 else {
+            // Not reached now: what its table does to rows is unknown.
+            plan.may_skip = true;
             continue;
         };
         let mut why =
@@ -226,11 +239,49 @@ pub async fn check_types(
                 ));
             }
         }
-        if let Some(why) = why {
-            *route = LeafRoute::Coordinator(why);
+        if why.is_none() {
+            why = defaulted(r, &rows);
+        }
+        match why {
+            Some(why) => *route = LeafRoute::Coordinator(why),
+            None => plan.may_skip |= remote_may_skip(remote, &r.table).await?,
         }
     }
     Ok(())
+}
+
+/// Why a leaf cannot be loaded on its server when a column of the foreign
+/// table is not in the input and has a default (or is an identity) in
+/// the remote table: postgres_fdw stores NULL there (it sends every
+/// column of the foreign table), a COPY on the server would store the
+/// default. `rows`: `shard_remote_types.sql` of the remote table.
+fn defaulted(r: &super::Remote, rows: &[tokio_postgres::Row]) -> Option<String> {
+    let row = rows
+        .iter()
+        .find(|row| r.others.contains(&row.get::<_, String>(0)) && row.get::<_, bool>(9))?;
+    Some(format!(
+        "column {:?} of {} on server {} is not in the input and has a default there \
+         (through the coordinator it is NULL, as postgres_fdw sends it)",
+        row.get::<_, String>(0),
+        r.table,
+        r.server
+    ))
+}
+
+/// Whether the remote table may drop rows without an error (a BEFORE row
+/// trigger on INSERT, on it or its partitions, or a foreign table of its
+/// own): then its server's COPY counts fewer rows than were sent, and
+/// those are "skipped by the table". A table not found says yes (the
+/// load itself reports it).
+async fn remote_may_skip(remote: &Client, table: &QualifiedName) -> Result<bool> {
+    let oid: Option<tokio_postgres::types::Oid> = remote
+        .query_one("SELECT pg_catalog.to_regclass($1)::oid", &[&table.quoted()])
+        .await?
+        .get(0);
+    match oid {
+        Some(oid) => crate::catalog::may_skip_rows(remote, oid, false).await,
+        None => Ok(true),
+    }
 }
 
 /// The coordinator session's values of `PASSED_ON`.

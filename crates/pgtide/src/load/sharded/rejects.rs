@@ -14,8 +14,9 @@
 //!
 //! Isolation sees each destination's rows as one chunk; its rejects are
 //! then placed back in the input (line, record, byte of the original
-//! chunk). What isolation cannot settle inside a transaction (a deferred
-//! constraint failing at COMMIT, a lost connection) stops the load.
+//! chunk). Deferred constraints are checked at each statement's end
+//! (`server::begin`); what isolation cannot settle inside a transaction
+//! (a lost connection) stops the load.
 
 use tokio_postgres::Client;
 

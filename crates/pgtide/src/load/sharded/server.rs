@@ -17,7 +17,7 @@
 use tokio_postgres::Client;
 
 use super::{Dest, Routed, Shared};
-use crate::batch::{tx_start, TxStart, BEGIN_SQL};
+use crate::batch::{tx_start, TxStart, BEGIN_SQL, TX_START_SQL};
 use crate::chunk::Chunk;
 use crate::error::{Error, ErrorKind, Result};
 use crate::failure::RowFailure;
@@ -158,9 +158,15 @@ pub(super) async fn commit_part(
 
 /// Opens the transaction on server `i` and returns its id (with the
 /// marks of the server's life that tell a crash), to settle a COMMIT
-/// whose answer is lost; its witness starts at once.
+/// whose answer is lost; its witness starts at once. With `--rejects`,
+/// deferred constraints are checked at the end of each statement, where
+/// isolation can find the row (at COMMIT, it could not).
 pub(super) async fn begin(s: &Shared, client: &Client, i: usize) -> Result<TxStart> {
-    let tx = tx_start(&client.simple_query(BEGIN_SQL).await?)
+    let sql = match s.isolate {
+        true => format!("BEGIN; SET CONSTRAINTS ALL IMMEDIATE; {TX_START_SQL}"),
+        false => BEGIN_SQL.to_owned(),
+    };
+    let tx = tx_start(&client.simple_query(&sql).await?)
         .ok_or_else(|| Error::bug("txid_current() returned no row"))?;
     s.servers[i].witness.start(tx);
     Ok(tx)
