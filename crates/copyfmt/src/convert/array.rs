@@ -12,8 +12,8 @@
 //!   is literal, or unquoted, a non-empty run without whitespace, `{`,
 //!   `}`, `"` or `\`;
 //! * an unquoted `NULL` (any case) is a NULL element. That is the meaning
-//!   under the default `array_nulls = on`, which the COPY session must
-//!   keep.
+//!   under the default `array_nulls = on`; a session with it off gets no
+//!   array encoder (`Session::array_nulls`).
 //!
 //! Each element goes through the element type's encoder with the column's
 //! typmod (as `array_in` passes it to the element input function), and

@@ -113,6 +113,10 @@ pub struct Session {
     /// true since PostgreSQL 10); when false, time, timestamp and interval
     /// columns get no encoder.
     pub integer_datetimes: bool,
+    /// `array_nulls` is on (the default): an unquoted `NULL` in an array
+    /// is a NULL element. When off it is the string `NULL`, and array
+    /// columns get no encoder.
+    pub array_nulls: bool,
 }
 
 impl Default for Session {
@@ -122,6 +126,7 @@ impl Default for Session {
             timezone_utc: false,
             datestyle_iso_ymd: true,
             integer_datetimes: true,
+            array_nulls: true,
         }
     }
 }
@@ -228,6 +233,7 @@ impl Encoder {
             o::NUMERIC => numeric::for_typmod(typmod)?,
             o::UUID => Encoder::Uuid,
             o::JSONB => Encoder::Jsonb,
+            _ if !session.array_nulls => return None,
             _ => {
                 let elem = oid::element_of(oid)?;
                 let inner = Encoder::for_type(elem, typmod, session)?;

@@ -47,6 +47,8 @@ pub struct SessionFacts {
     pub integer_datetimes: bool,
     /// `SHOW client_encoding`.
     pub client_encoding: String,
+    /// `SHOW array_nulls` is `on`.
+    pub array_nulls: bool,
 }
 
 impl SessionFacts {
@@ -54,7 +56,8 @@ impl SessionFacts {
     pub async fn read(client: &Client) -> std::result::Result<SessionFacts, tokio_postgres::Error> {
         let messages = client
             .simple_query(
-                "SHOW TimeZone; SHOW DateStyle; SHOW integer_datetimes; SHOW client_encoding",
+                "SHOW TimeZone; SHOW DateStyle; SHOW integer_datetimes; SHOW client_encoding; \
+                 SHOW array_nulls",
             )
             .await?;
         let mut values = messages.iter().filter_map(|m| match m {
@@ -67,6 +70,7 @@ impl SessionFacts {
             datestyle: next(),
             integer_datetimes: next() == "on",
             client_encoding: next(),
+            array_nulls: next() == "on",
         })
     }
 
@@ -78,6 +82,7 @@ impl SessionFacts {
             timezone_utc: is_utc(&self.timezone),
             datestyle_iso_ymd: true,
             integer_datetimes: self.integer_datetimes,
+            array_nulls: self.array_nulls,
         }
     }
 }
@@ -124,9 +129,13 @@ fn encoders_for(
     }
     if !missing.is_empty() {
         return Err(format!(
-            "no client-side binary encoding for column{} {}",
+            "no client-side binary encoding for column{} {}{}",
             if missing.len() == 1 { "" } else { "s" },
-            missing.join(", ")
+            missing.join(", "),
+            match facts.array_nulls {
+                true => "",
+                false => " (array_nulls is off: an unquoted NULL in an array is a string)",
+            }
         ));
     }
     Ok(encoders)

@@ -9,7 +9,12 @@
 //! applies the column's typmod as an assignment, as COPY does. (A cast such
 //! as `$1::varchar(5)` would be an explicit one, which truncates silently
 //! where COPY fails.) `OVERRIDING SYSTEM VALUE` because COPY writes
-//! identity columns too.
+//! identity columns too. One type reads its text by the typmod itself:
+//! in an `interval minute` column COPY reads `5` as five minutes, where
+//! a parameter of plain `interval` is five seconds (truncated to zero
+//! minutes by the column). Such a column's parameter goes through
+//! `interval_in` with the column's typmod, as COPY calls it
+//! ([`param`]); an array of them cannot, and is refused ([`check`]).
 //!
 //! * `insert`: one statement per row, each awaited: a round trip per row.
 //! * `pipeline`: the same statements, a [`PIPELINE_WINDOW`] in flight on the
@@ -125,13 +130,31 @@ pub fn statement_sql(setup: &MethodSetup, rows: usize) -> String {
     );
     for r in 0..rows {
         sql.push_str(if r == 0 { "(" } else { ",(" });
-        for c in 0..n {
+        for (c, column) in setup.columns.iter().enumerate() {
             let sep = if c == 0 { "" } else { "," };
-            let _ = write!(sql, "{sep}${}", r * n + c + 1);
+            let _ = write!(sql, "{sep}{}", param(setup, column, r * n + c + 1));
         }
         sql.push(')');
     }
     sql
+}
+
+/// `interval` and `interval[]`, whose input function reads a bare number
+/// in the unit of the column's typmod.
+const INTERVAL: u32 = 1186;
+const INTERVAL_ARRAY: u32 = 1187;
+
+/// Parameter `$k` for `column`: as it is, or, for a text field of an
+/// interval column with a typmod, read by `interval_in` with that typmod
+/// (the typmod is the catalog's integer, not user text).
+fn param(setup: &MethodSetup, column: &crate::catalog::Column, k: usize) -> String {
+    match column.type_oid == INTERVAL && column.typmod != -1 && setup.format != CopyFormat::Binary {
+        true => format!(
+            "pg_catalog.interval_in(${k}::pg_catalog.cstring, 0, {})",
+            column.typmod
+        ),
+        false => format!("${k}"),
+    }
 }
 
 /// Rows per `values` statement: `--batch-rows`, else 1000, within the
@@ -150,6 +173,17 @@ pub(super) async fn check(client: &Client, method: Method, setup: &MethodSetup) 
     let n = setup.columns.len();
     if n == 0 {
         return Err(Error::config("no columns to insert"));
+    }
+    let restricted = setup.columns.iter().find(|c| {
+        c.type_oid == INTERVAL_ARRAY && c.typmod != -1 && setup.format != CopyFormat::Binary
+    });
+    if let (Some(c), None) = (restricted, &setup.sql) {
+        return Err(Error::config(format!(
+            "column {:?} is {}: its elements are read in the unit of its typmod, which \
+             an INSERT parameter cannot be given",
+            c.name, c.type_name
+        ))
+        .with_hint("load this table with --method copy or binary"));
     }
     if let Some(sql) = &setup.sql {
         let stmt = client.prepare(sql).await.map_err(|e| {
