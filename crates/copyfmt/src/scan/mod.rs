@@ -483,6 +483,13 @@ impl Scanner {
         }
     }
 
+    /// Binary: the input so far ends one byte into a tuple's field count.
+    /// At the end of the input the server takes that for the end of the
+    /// data (it finds no int16 there: end of file), not for a tuple.
+    pub fn binary_lone_byte(&self) -> bool {
+        self.error.is_none() && !self.done && matches!(self.bin, Bin::Count(1, _))
+    }
+
     /// True once the end marker (or binary trailer) was seen; all later input
     /// is ignored.
     pub fn end_of_data(&self) -> bool {

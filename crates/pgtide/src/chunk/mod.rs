@@ -120,6 +120,8 @@ pub struct Chunker {
     byte: u64,
     eof: bool,
     done: bool,
+    /// Binary: the input ended one byte into a field count ([`Chunker::finish`]).
+    lone_byte: bool,
     next_seq: u64,
 }
 
@@ -159,6 +161,7 @@ impl Chunker {
             byte: 0,
             eof: false,
             done: false,
+            lone_byte: false,
             next_seq: first_seq,
         }
     }
@@ -181,9 +184,10 @@ impl Chunker {
     }
 
     /// Whether the input stopped at an end-of-data marker (`\.` or the
-    /// binary trailer) rather than at end of file.
+    /// binary trailer, or a lone byte where the trailer would start)
+    /// rather than at end of file.
     pub fn ended_by_marker(&self) -> bool {
-        self.scanner.end_of_data()
+        self.scanner.end_of_data() || self.lone_byte
     }
 
     /// Bytes read but in no chunk and not the header: once the input has
@@ -219,6 +223,16 @@ impl Chunker {
             }
             if self.scanner.end_of_data() && self.binary {
                 self.nothing_after_trailer()?;
+            }
+            if self.binary && self.eof && self.byte == 0 && self.buf.is_empty() {
+                // As the server: no signature is no binary COPY file.
+                return Err(Error::input(format!(
+                    "{}: COPY file signature not recognized: the input is empty",
+                    self.input
+                ))
+                .with_hint(
+                    "a binary COPY file starts with PGCOPY\\n\\377\\r\\n\\0; check --format",
+                ));
             }
             if self.scanner.end_of_data() || self.eof {
                 return Ok(self.finish());
@@ -451,7 +465,10 @@ impl Chunker {
     /// without a terminating newline (which COPY accepts).
     fn finish(&mut self) -> Option<Chunk> {
         self.done = true;
-        if self.scanner.end_of_data() {
+        // A lone byte after the last tuple (a trailer cut short) ends the
+        // data, as the server reads it: left unconsumed, not a row.
+        self.lone_byte = self.binary && self.scanner.binary_lone_byte();
+        if self.scanner.end_of_data() || self.lone_byte {
             let cut = self.cut?;
             return (cut.offset > 0).then(|| self.take(cut));
         }

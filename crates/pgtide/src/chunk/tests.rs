@@ -217,7 +217,10 @@ fn end_marker_stops_the_input() {
 
 /// Binary input ends at its trailer: bytes after it (two files
 /// concatenated) are an error, as for the server, at every read and chunk
-/// size; a file that ends there loads its tuples.
+/// size; a file that ends there loads its tuples. As the server reads
+/// them: a trailer cut to its first byte ends the data there (no tuple
+/// of one byte; the byte is left unconsumed, as after a marker), and an
+/// empty input is no binary file.
 #[test]
 fn binary_data_after_the_trailer_is_an_error() {
     use copyfmt::binary::{write_header, write_trailer, RowWriter};
@@ -251,15 +254,32 @@ fn binary_data_after_the_trailer_is_an_error() {
                     0,
                 );
                 let mut records = 0;
+                let mut bytes = 0;
                 loop {
                     match c.next_chunk() {
-                        Ok(Some(chunk)) => records += chunk.records,
-                        Ok(None) => return Ok(records),
+                        Ok(Some(chunk)) => {
+                            records += chunk.records;
+                            bytes += chunk.data.len();
+                        }
+                        Ok(None) => {
+                            let end = c.ended_by_marker().then(|| c.unconsumed());
+                            let header = c.header().map_or(0, |h| h.len());
+                            assert_eq!(header + bytes + end.unwrap_or(0), data.len());
+                            return Ok(records);
+                        }
                         Err(e) => return Err(e.to_string()),
                     }
                 }
             };
             assert_eq!(run(&one), Ok(2), "target {target} step {step}");
+            assert_eq!(
+                run(&one[..one.len() - 1]),
+                Ok(2),
+                "target {target} step {step}"
+            );
+            assert_eq!(run(&one[..20]), Ok(0), "target {target} step {step}");
+            let err = run(b"").unwrap_err();
+            assert!(err.contains("signature not recognized"), "{err}");
             let err = run(&two).unwrap_err();
             assert!(
                 err.contains("after EOF marker"),
