@@ -142,7 +142,10 @@ fn hint(
                 target.dbname
             )
         } else if code == &SqlState::TOO_MANY_CONNECTIONS {
-            "the server has no free connection slots; use fewer workers or raise max_connections"
+            // One code for the server's, the database's and the role's limit.
+            "no connection slot is free under the limit the server named (max_connections, \
+             or the CONNECTION LIMIT of the database or the role): use fewer workers, or \
+             raise that limit"
                 .into()
         } else if code == &SqlState::CANNOT_CONNECT_NOW {
             "the server is starting up or shutting down; retry in a moment".into()

@@ -51,7 +51,8 @@ pub(super) fn chunk_error(
         _ => String::from("the summary lists the lines already committed"),
     };
     if let Some(h) = db.hint() {
-        hint = format!("{h}; {hint}");
+        // The server's sentence goes on with ours: no ".;".
+        hint = format!("{}; {hint}", h.trim_end_matches('.'));
     }
     Error::new(ErrorKind::Server, message)
         .with_sqlstate(db.code().code())

@@ -573,7 +573,7 @@ fn unreachable(e: Error, label: &str) -> Error {
          or load through the coordinator with --route coordinator"
     );
     let hint = match e.hint() {
-        Some(h) => format!("{h}; {hint}"),
+        Some(h) => format!("{}; {hint}", h.trim_end_matches('.')),
         None => hint,
     };
     name_server(e, label, Some(&hint))
