@@ -268,3 +268,46 @@ async fn a_shards_defaults_triggers_and_deferred_keys_act_as_through_the_coordin
     let stored = support::texts(&remote, "SELECT count(DISTINCT u)::text FROM rdd").await;
     assert_eq!(stored, ["150"]);
 }
+
+/// Binary input goes through the coordinator: the client reads partition
+/// keys as text, and an int4 whose four bytes are the digits `1234`
+/// (825373492) was stored on the leaf of 1234 (outside testing).
+#[tokio::test]
+async fn binary_input_is_routed_by_the_coordinator() {
+    let db = Db::start().await;
+    let (_shards, remote) = support::shard_server(&db).await;
+    remote
+        .batch_execute("CREATE TABLE r1234 (n int); CREATE TABLE rbig (n int);")
+        .await
+        .unwrap();
+    db.client
+        .batch_execute(
+            "CREATE TABLE hb (n int) PARTITION BY LIST (n);
+             CREATE FOREIGN TABLE hb1 PARTITION OF hb FOR VALUES IN (1234)
+                 SERVER shard2 OPTIONS (table_name 'r1234');
+             CREATE FOREIGN TABLE hb2 PARTITION OF hb FOR VALUES IN (825373492)
+                 SERVER shard2 OPTIONS (table_name 'rbig');",
+        )
+        .await
+        .unwrap();
+    let data = db
+        .server_binary_file("SELECT 825373492 UNION ALL SELECT 1234")
+        .await;
+    let path = db.file(&data, support::Compress::None);
+    let opts = LoadOptions::new(
+        vec![path.to_string_lossy().into_owned()],
+        QualifiedName::parse("hb").unwrap(),
+        CopyFormat::Binary,
+    );
+    let r = pgtide::load::run(&db.target, &opts, Arc::new(Progress::new(1)))
+        .await
+        .unwrap();
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    assert_eq!(r.rows_loaded, 2);
+    let stored = support::texts(
+        &remote,
+        "SELECT 'r1234 ' || n FROM r1234 UNION ALL SELECT 'rbig ' || n FROM rbig ORDER BY 1",
+    )
+    .await;
+    assert_eq!(stored, ["r1234 1234", "rbig 825373492"]);
+}
