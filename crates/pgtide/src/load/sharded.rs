@@ -140,6 +140,9 @@ pub async fn plan(
             "the coordinator's encoding is {enc}, not UTF8"
         )));
     }
+    if let Some(why) = crate::shard::defaults::parent_reason(&client, table, columns).await? {
+        return Ok(Err(why));
+    }
     let plan = Plan::build(
         &client,
         target,
@@ -154,9 +157,25 @@ pub async fn plan(
         .iter()
         .any(|r| matches!(r, LeafRoute::Remote(_)));
     if opts.route == Route::Auto && !remote {
-        return Ok(Err(
-            "no leaf is a postgres_fdw table (--route direct to route local partitions too)".into(),
-        ));
+        // A foreign leaf that must go through the coordinator says why.
+        let foreign = plan
+            .tree
+            .leaves
+            .iter()
+            .zip(&plan.routes)
+            .find_map(|(leaf, route)| match (leaf.relkind, route) {
+                ('f', LeafRoute::Coordinator(why)) => Some((&leaf.name, why)),
+                _ => None,
+            });
+        return Ok(Err(match foreign {
+            Some((leaf, why)) => {
+                format!("no foreign leaf can be loaded on its server ({leaf}: {why})")
+            }
+            None => {
+                "no leaf is a postgres_fdw table (--route direct to route local partitions too)"
+                    .into()
+            }
+        }));
     }
     Ok(Ok(plan))
 }

@@ -15,6 +15,7 @@
 //! Whatever the client cannot route exactly (see `tree.rs`) goes through
 //! the coordinator, which routes it itself: never a guess.
 
+pub mod defaults;
 pub mod hash;
 pub mod key;
 pub mod remote;
@@ -148,6 +149,7 @@ impl Plan {
             may_skip: crate::catalog::may_skip_rows_here(client, table.oid).await?,
         };
         remote_check::check_types(client, columns, &passed_on, &mut plan).await?;
+        defaults::check_leaves(client, table, columns, &mut plan).await?;
         // After the checks: they send leaves through the coordinator.
         plan.may_skip |= plan
             .tree
