@@ -465,7 +465,8 @@ pub(super) fn merge_from(
     let name = table.name.quoted();
     format!(
         "WITH staged AS ({staged}), \
-         merged AS (INSERT INTO {name} AS {TARGET} ({cols}) SELECT {cols} FROM staged \
+         merged AS (INSERT INTO {name} AS {TARGET} ({cols}) OVERRIDING SYSTEM VALUE \
+         SELECT {cols} FROM staged \
          ON CONFLICT ({keys_list}) {action} RETURNING {returning} AS inserted) \
          SELECT {inserted}, count(*), (SELECT count(*) FROM staged) FROM merged"
     )
@@ -510,7 +511,7 @@ fn losers_sql(table: &Table, loaded: &[String], key: &UniqueKey, mode: OnConflic
     let (returning, inserted) = counted(table);
     let name = table.name.quoted();
     format!(
-        "WITH losers AS (INSERT INTO {name} ({cols}) SELECT {cols} FROM \
+        "WITH losers AS (INSERT INTO {name} ({cols}) OVERRIDING SYSTEM VALUE SELECT {cols} FROM \
          (SELECT {cols}, row_number() OVER (PARTITION BY {compared} ORDER BY {ORD} {direction}) \
          AS pgtide_rank FROM pg_temp.{STAGE}{filter}) ranked WHERE pgtide_rank > 1 \
          ON CONFLICT ({keys_list}) DO NOTHING RETURNING {returning} AS inserted) \

@@ -47,12 +47,7 @@ impl Loader {
                 .map_err(BatchError::plain)?
                 .get(0);
             for round in 1..=last {
-                let row = self
-                    .client
-                    .query_one(rounds.merge_sql.as_str(), &[&round])
-                    .await
-                    .map_err(BatchError::plain)?;
-                self.merged_now.add(crate::load::upsert::merged(&row));
+                self.merge_round(rounds, round).await?;
             }
             return Ok(rows);
         }
@@ -74,6 +69,47 @@ impl Loader {
             self.merged_now.add(crate::load::upsert::merged(&row));
         }
         Ok(rows)
+    }
+
+    /// Merges round `round` under a savepoint; a round whose rows a
+    /// trigger folded into one key (21000) is merged again row by row
+    /// (`upsert/rounds.rs`).
+    async fn merge_round(
+        &mut self,
+        rounds: &crate::load::upsert::rounds::Rounds,
+        round: i64,
+    ) -> Result<(), BatchError> {
+        let client = &self.client;
+        client
+            .batch_execute("SAVEPOINT pgtide_round")
+            .await
+            .map_err(BatchError::plain)?;
+        match client.query_one(rounds.merge_sql.as_str(), &[&round]).await {
+            Ok(row) => self.merged_now.add(crate::load::upsert::merged(&row)),
+            Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::CARDINALITY_VIOLATION) => {
+                client
+                    .batch_execute("ROLLBACK TO SAVEPOINT pgtide_round")
+                    .await
+                    .map_err(BatchError::plain)?;
+                let rows = client
+                    .query(rounds.rows_sql.as_str(), &[&round])
+                    .await
+                    .map_err(BatchError::plain)?;
+                for r in rows {
+                    let at: i64 = r.get(0);
+                    let row = client
+                        .query_one(rounds.one_sql.as_str(), &[&at])
+                        .await
+                        .map_err(BatchError::plain)?;
+                    self.merged_now.add(crate::load::upsert::merged(&row));
+                }
+            }
+            Err(e) => return Err(BatchError::plain(e)),
+        }
+        client
+            .batch_execute("RELEASE SAVEPOINT pgtide_round")
+            .await
+            .map_err(BatchError::plain)
     }
 
     /// The records of `chunk` (which failed) that the server will refuse,

@@ -14,6 +14,11 @@
 //! one key are applied in the file's order, each through the triggers. Rows whose key has a NULL (which conflict with
 //! nothing, unless the key is `NULLS NOT DISTINCT`) all go in round 1.
 //! Rows of different keys meet the triggers by round, not in file order.
+//! A trigger may change a row's key, and fold two rows of one round into
+//! one key, which `ON CONFLICT DO UPDATE` refuses (21000, "cannot affect
+//! row a second time"): that round is merged again row by row, in file
+//! order ([`Rounds::one_sql`]), as one statement per row would have it
+//! (outside testing: such a load stopped unless chunks held one row).
 
 use tokio_postgres::Client;
 
@@ -62,6 +67,10 @@ pub struct Rounds {
     /// Merges round `$1` (int8, from 1), in file order; answers
     /// (inserted, merged, staged) as the usual merge does.
     pub merge_sql: String,
+    /// The positions of round `$1`'s rows, in file order.
+    pub rows_sql: String,
+    /// Merges the one staged row at position `$1`, as `merge_sql` does.
+    pub one_sql: String,
 }
 
 impl Rounds {
@@ -92,6 +101,10 @@ impl Rounds {
             "SELECT {} FROM pg_temp.{STAGE} WHERE {ROUND} = $1 ORDER BY {ORD}",
             loaded.join(", ")
         );
+        let one = format!(
+            "SELECT {} FROM pg_temp.{STAGE} WHERE {ORD} = $1",
+            loaded.join(", ")
+        );
         Rounds {
             column_sql: format!(
                 "ALTER TABLE pg_temp.{STAGE} ADD COLUMN {ROUND} int8; \
@@ -104,6 +117,10 @@ impl Rounds {
                  SELECT coalesce(max({ROUND}), 0)::int8 FROM u"
             ),
             merge_sql: merge_from(table, loaded, key, (mode, same), &staged),
+            rows_sql: format!(
+                "SELECT {ORD} FROM pg_temp.{STAGE} WHERE {ROUND} = $1 ORDER BY {ORD}"
+            ),
+            one_sql: merge_from(table, loaded, key, (mode, same), &one),
         }
     }
 }
