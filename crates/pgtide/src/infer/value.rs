@@ -69,7 +69,10 @@ pub fn classify(v: &[u8]) -> Class {
     let Ok(s) = std::str::from_utf8(v) else {
         return Class::default();
     };
-    if let Some(c) = number(s) {
+    if let Some(mut c) = number(s) {
+        if !in_double_range(s) {
+            c.mask &= !FLOAT8;
+        }
         return c;
     }
     let mask = if is_bool(s) {
@@ -88,6 +91,21 @@ pub fn classify(v: &[u8]) -> Class {
     Class {
         mask,
         ..Class::default()
+    }
+}
+
+/// Whether a number's value is within double precision's range: its
+/// written exponent may be, and the value not (`999999999999999e300` is
+/// about 1e314, which float8in refuses as out of range, as it refuses a
+/// nonzero value that would be 0). NaN and the infinities are.
+fn in_double_range(s: &str) -> bool {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_infinite() => s.to_ascii_lowercase().contains("inf"),
+        Ok(v) if v == 0.0 => !s
+            .bytes()
+            .take_while(|&b| b != b'e' && b != b'E')
+            .any(|b| matches!(b, b'1'..=b'9')),
+        _ => true,
     }
 }
 
@@ -323,7 +341,12 @@ fn iso_duration(s: &str) -> bool {
                 num.push(c as char);
             } else {
                 let at = allowed.iter().position(|u| *u == c)?;
-                let fraction_ok = !num.contains('.') || (last_fraction && c == b'S');
+                // Seconds keep up to 6 fraction digits: more would be
+                // rounded (microseconds), so such a value stays text.
+                let fraction_ok = match num.split_once('.') {
+                    None => true,
+                    Some((_, f)) => last_fraction && c == b'S' && f.len() <= 6 && !f.contains('.'),
+                };
                 if num.is_empty() || !fraction_ok || num.ends_with('.') {
                     return None;
                 }

@@ -147,9 +147,38 @@ fn intervals() {
         assert_eq!(mask(v), INTERVAL, "{v}");
     }
     for v in [
-        "P", "PT", "P1H", "1d", "2h", "day", "1 dy", "P1.5D", "PT1.5M",
+        "P",
+        "PT",
+        "P1H",
+        "1d",
+        "2h",
+        "day",
+        "1 dy",
+        "P1.5D",
+        "PT1.5M",
+        // More than microseconds would be rounded.
+        "PT1.1234567S",
+        "P1DT2H3M4.99999999S",
+        "PT1.2.3S",
     ] {
         assert_eq!(mask(v), 0, "{v}");
+    }
+}
+
+/// A value past double precision's range, with an exponent within it,
+/// is numeric only (float8in refuses it as out of range).
+#[test]
+fn numbers_past_double_range_are_numeric() {
+    for v in [
+        "999999999999999e300",
+        "10000000000e300",
+        "0.000000000000000000000001e-300",
+    ] {
+        assert_eq!(mask(v) & FLOAT8, 0, "{v}");
+        assert_ne!(mask(v) & NUMERIC, 0, "{v}");
+    }
+    for v in ["1e300", "9e300", "0e300", "0.0e-300", "-1.5e-300"] {
+        assert_ne!(mask(v) & FLOAT8, 0, "{v}");
     }
 }
 
