@@ -92,7 +92,7 @@ fn create_from_the_command_line() {
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let plan = text(&out.stdout);
-    assert!(plan.contains("CREATE TABLE flights ("), "{plan}");
+    assert!(plan.contains("CREATE TABLE public.flights ("), "{plan}");
     assert!(plan.contains("\"Year\" integer"), "{plan}");
     assert!(plan.contains("c4 text"), "{plan}");
     assert!(plan.contains("\"when\" timestamp"), "{plan}");

@@ -140,7 +140,7 @@ async fn flights_like() {
         report
             .notes
             .iter()
-            .any(|n| n.contains("created table flights")),
+            .any(|n| n.contains("created table public.flights")),
         "{:?}",
         report.notes
     );
@@ -198,7 +198,10 @@ async fn penguins_with_na() {
     let o = opts(&path, "penguins_raw");
     let plan = load::create::explain(&db.target, &o).await.unwrap();
     let text = plan.explain();
-    assert!(text.contains("CREATE TABLE penguins_raw ("), "{text}");
+    assert!(
+        text.contains("CREATE TABLE public.penguins_raw ("),
+        "{text}"
+    );
     assert!(
         text.contains("numeric(3, 1) if \"NA\" meant NULL (--null)"),
         "{text}"
@@ -473,7 +476,7 @@ async fn a_later_value_that_does_not_fit() {
     let hint = e.hint().unwrap();
     assert!(hint.contains("--type n=TYPE"), "{hint}");
     assert!(hint.contains("--sample-rows"), "{hint}");
-    assert!(hint.contains("DROP TABLE late"), "{hint}");
+    assert!(hint.contains("DROP TABLE public.late"), "{hint}");
     assert!(hint.contains("--rejects"), "{hint}");
 
     // In one transaction the table went with the load: nothing to drop.
@@ -521,9 +524,10 @@ async fn existing_tables_explain_type_and_stdin() {
     // --explain creates nothing and loads nothing.
     let o = opts(&path, "t1");
     let plan = load::create::explain(&db.target, &o).await.unwrap();
-    assert!(plan.explain().contains("CREATE TABLE t1 ("));
+    assert!(plan.explain().contains("CREATE TABLE public.t1 ("));
     assert!(
-        plan.sql.starts_with("CREATE TABLE t1 (a smallint, b text)"),
+        plan.sql
+            .starts_with("CREATE TABLE public.t1 (a smallint, b text)"),
         "{}",
         plan.sql
     );

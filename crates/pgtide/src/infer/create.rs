@@ -307,6 +307,7 @@ pub async fn plan(
             exists: true,
         });
     }
+    let table = &in_current_schema(client, table).await?;
     let inputs = inputs.to_vec();
     let sample = tokio::task::spawn_blocking(move || sample::sample(&inputs, &spec))
         .await
@@ -315,6 +316,31 @@ pub async fn plan(
         return Err(Error::input("--create: the input has no columns"));
     }
     build(table, &sample, create, create.if_not_exists)
+}
+
+/// `table` in the schema an unqualified CREATE TABLE would use now
+/// (`current_schema()`), named so: the load creates it later, after
+/// `--resume`'s ledger may have created schema `pgtide`, which a role
+/// named pgtide finds first on its search_path (`"$user"`; outside
+/// testing, the table went there, beside the ledger).
+async fn in_current_schema(client: &Client, table: &QualifiedName) -> Result<QualifiedName> {
+    if table.schema.is_some() {
+        return Ok(table.clone());
+    }
+    let schema: Option<String> = client
+        .query_one("SELECT pg_catalog.current_schema()::text", &[])
+        .await?
+        .get(0);
+    let schema = schema.ok_or_else(|| {
+        Error::config(format!(
+            "--create: no schema to create {table} in (the search_path names none that exists)"
+        ))
+        .with_hint("qualify the table (--table schema.name), or set search_path")
+    })?;
+    Ok(QualifiedName {
+        schema: Some(schema),
+        name: table.name.clone(),
+    })
 }
 
 /// Runs the plan's statement in a transaction that is rolled back: the
