@@ -83,8 +83,9 @@ pub async fn resolve(
 
 /// What the summary says about `--create`: the table made (or found) and
 /// renamed columns; a value the inferred types refused gets a hint that
-/// names the column, its type and the ways out.
-pub fn report(plan: &CreatePlan, report: &mut Report) {
+/// names the column, its type and the ways out (with `resume`, also the
+/// ledger's entries to forget: a new table is not the one they name).
+pub fn report(plan: &CreatePlan, resume: bool, report: &mut Report) {
     if plan.exists {
         report.notes.push(format!(
             "{} exists: loaded into it as it is (--create=if-not-exists)",
@@ -117,7 +118,13 @@ pub fn report(plan: &CreatePlan, report: &mut Report) {
     });
     let column = report.failed_row.as_ref().and_then(|r| r.column.as_deref());
     if let (true, Some(column)) = (data_error, column) {
-        let hint = create::failure_hint(plan, Some(column), rolled_back);
+        let mut hint = create::failure_hint(plan, Some(column), rolled_back);
+        if resume && !rolled_back {
+            hint.push_str(
+                "; with --resume, clear the ledger's entries of this load first \
+                 (`pgtide ledger forget INPUT`), or --resume will refuse the new table",
+            );
+        }
         report.failure = report.failure.take().map(|e| e.with_hint(hint));
     }
 }

@@ -478,7 +478,7 @@ pub async fn run(target: &Target, opts: &LoadOptions, progress: Arc<Progress>) -
         );
     }
     if let Some(plan) = &created {
-        create::report(plan, &mut report);
+        create::report(plan, opts.resume.is_some(), &mut report);
     }
     if let Some(r) = &resume {
         resume_notes(r, opts, resuming, &mut report);
