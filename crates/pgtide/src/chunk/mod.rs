@@ -120,7 +120,7 @@ pub struct Chunker {
     byte: u64,
     eof: bool,
     done: bool,
-    /// Binary: the input ended one byte into a field count ([`Chunker::finish`]).
+    /// Binary: the input ended one byte into a field count (`Chunker::finish`).
     lone_byte: bool,
     next_seq: u64,
 }

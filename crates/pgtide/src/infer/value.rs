@@ -101,7 +101,7 @@ pub fn classify(v: &[u8]) -> Class {
 fn in_double_range(s: &str) -> bool {
     match s.parse::<f64>() {
         Ok(v) if v.is_infinite() => s.to_ascii_lowercase().contains("inf"),
-        Ok(v) if v == 0.0 => !s
+        Ok(0.0) => !s
             .bytes()
             .take_while(|&b| b != b'e' && b != b'E')
             .any(|b| matches!(b, b'1'..=b'9')),

@@ -14,7 +14,7 @@
 //! a parameter of plain `interval` is five seconds (truncated to zero
 //! minutes by the column). Such a column's parameter goes through
 //! `interval_in` with the column's typmod, as COPY calls it
-//! ([`param`]); an array of them cannot, and is refused ([`check`]).
+//! (`param`); an array of them cannot, and is refused (`check`).
 //!
 //! * `insert`: one statement per row, each awaited: a round trip per row.
 //! * `pipeline`: the same statements, a [`PIPELINE_WINDOW`] in flight on the

@@ -24,11 +24,11 @@
 //! - **Defaults.** Through the coordinator, a column of the foreign table
 //!   that the input does not hold is sent as NULL (postgres_fdw sends
 //!   every column); a COPY on the server gives it the remote table's
-//!   default. Such a leaf goes through the coordinator ([`defaulted`]).
+//!   default. Such a leaf goes through the coordinator (`defaulted`).
 //! - **Triggers.** A remote table whose trigger drops rows makes its
 //!   server count fewer rows than were sent: the load counts them as
 //!   skipped by the table rather than calling it a bug
-//!   ([`remote_may_skip`], `Plan::may_skip`).
+//!   (`remote_may_skip`, `Plan::may_skip`).
 
 use tokio_postgres::Client;
 
