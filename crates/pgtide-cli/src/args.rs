@@ -161,11 +161,15 @@ pub enum MethodArg {
     /// Text/CSV encoded client-side into binary COPY (the server skips its
     /// text input functions): the fastest when the server's CPU is the
     /// limit. Values the encoder cannot prove exact go by text COPY in the
-    /// same transaction; tables with a type it cannot encode are loaded by
-    /// text COPY (the summary says so).
+    /// same transaction; tables with a type it cannot encode (or arrays,
+    /// when the session's array_nulls is off) are loaded by text COPY (the
+    /// summary says so).
     Binary,
     /// Prepared INSERT per row, many in flight on each connection: the
-    /// way to run --sql (upserts) or to fire INSERT rules.
+    /// way to run --sql (upserts) or to fire INSERT rules. The INSERT
+    /// methods read each field as COPY does (an `interval minute` column
+    /// reads `5` as minutes); an array of such restricted intervals is
+    /// refused.
     Pipeline,
     /// Multi-row INSERT ... VALUES with bound parameters (--batch-rows per
     /// statement): INSERT semantics without pipelining.
