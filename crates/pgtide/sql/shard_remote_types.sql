@@ -2,7 +2,7 @@
 -- shard: name, then what shard_type_detail.sql gives for its type (with
 -- the column's typmod), then the type as SQL spells it, then whether
 -- COPY gives it a value of its own when it is not loaded (a default, an
--- identity).
+-- identity; a generated column is computed either way).
 SELECT a.attname::text,
        n.nspname::text, t.typname::text, a.atttypmod,
        b.typtype::text, bn.nspname::text,
@@ -12,7 +12,7 @@ SELECT a.attname::text,
        END,
        t.typtype <> 'd' AND t.typcategory = 'A',
        pg_catalog.format_type(a.atttypid, a.atttypmod),
-       a.atthasdef OR a.attidentity <> ''
+       (a.atthasdef AND a.attgenerated = '') OR a.attidentity <> ''
 FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
 JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace

@@ -350,7 +350,7 @@ pub async fn resolve(
     let same = Unchanged::resolve(client, table, mode, major).await?;
     let rounds = rounds::needed(client, table, major, mode)
         .await?
-        .then(|| rounds::Rounds::new(table, &loaded, chosen, (mode, same)));
+        .map(|folds| rounds::Rounds::new(table, &loaded, chosen, (mode, same), folds));
     let round_column = match &rounds {
         Some(r) => r.column_sql.as_str(),
         None => "",

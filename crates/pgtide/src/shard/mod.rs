@@ -57,12 +57,10 @@ pub struct Plan {
     /// The coordinator session's settings that shard sessions take
     /// ([`remote_check::SET_ON_SHARDS`]).
     pub settings: Vec<(String, String)>,
-    /// Some leaf may drop rows without an error, so that a server counts
-    /// fewer rows than were sent (`catalog::may_skip_rows`): a trigger on
-    /// the coordinator's tree, on a remote table loaded directly, or a
-    /// foreign leaf loaded through the coordinator (whose remote table
-    /// pgtide does not see).
-    pub may_skip: bool,
+    /// A trigger on the coordinator's tree may drop rows without an error
+    /// (`catalog::may_skip_rows_here`), so that a COPY there counts fewer
+    /// rows than were sent. A remote table's: `Remote::may_skip`.
+    pub local_may_skip: bool,
 }
 
 /// One leaf of the plan, for `--explain` and `--json`.
@@ -146,18 +144,27 @@ impl Plan {
             routes,
             columns: names,
             settings,
-            may_skip: crate::catalog::may_skip_rows_here(client, table.oid).await?,
+            local_may_skip: crate::catalog::may_skip_rows_here(client, table.oid).await?,
         };
         remote_check::check_types(client, columns, &passed_on, &mut plan).await?;
         defaults::check_leaves(client, table, columns, &mut plan).await?;
-        // After the checks: they send leaves through the coordinator.
-        plan.may_skip |= plan
-            .tree
-            .leaves
-            .iter()
-            .zip(&plan.routes)
-            .any(|(leaf, route)| leaf.relkind == 'f' && matches!(route, LeafRoute::Coordinator(_)));
         Ok(plan)
+    }
+
+    /// Whether the COPY into the parent may count fewer rows than were
+    /// sent: a trigger on the tree, or a foreign leaf it loads (whose
+    /// remote table pgtide does not see: postgres_fdw counts no row for
+    /// one a remote trigger dropped).
+    pub fn coordinator_may_skip(&self) -> bool {
+        self.local_may_skip
+            || self
+                .tree
+                .leaves
+                .iter()
+                .zip(&self.routes)
+                .any(|(leaf, route)| {
+                    leaf.relkind == 'f' && matches!(route, LeafRoute::Coordinator(_))
+                })
     }
 
     /// Where the record split into `fields` goes: a leaf loaded directly,

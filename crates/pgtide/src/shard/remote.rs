@@ -90,6 +90,10 @@ pub struct Remote {
     pub others: Vec<String>,
     /// Whether the connection came from `--shard-db`.
     pub overridden: bool,
+    /// The remote table may drop rows without an error (a trigger), so
+    /// its server may count fewer rows than were sent; asked of the shard
+    /// by `remote_check` (yes until then).
+    pub may_skip: bool,
 }
 
 /// What a foreign leaf is: loadable directly, or not (and why).
@@ -198,6 +202,7 @@ pub async fn resolve(
         columns,
         others,
         overridden,
+        may_skip: true,
     })))
 }
 

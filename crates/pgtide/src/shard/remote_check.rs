@@ -28,7 +28,7 @@
 //! - **Triggers.** A remote table whose trigger drops rows makes its
 //!   server count fewer rows than were sent: the load counts them as
 //!   skipped by the table rather than calling it a bug
-//!   (`remote_may_skip`, `Plan::may_skip`).
+//!   (`remote_may_skip`, `Remote::may_skip`).
 
 use tokio_postgres::Client;
 
@@ -122,8 +122,8 @@ type Shard = (Client, Vec<(String, String)>);
 
 /// Sends each foreign leaf that would store a value otherwise than the
 /// coordinator (another type, setting or default) through the
-/// coordinator, with the reason; notes in `plan.may_skip` a leaf loaded
-/// on its server whose table may drop rows. `client` is a
+/// coordinator, with the reason; asks each shard whether its table may
+/// drop rows (`Remote::may_skip`). `client` is a
 /// coordinator session whose settings are the load's (`settings`: its
 /// values of `PASSED_ON`); `columns` the loaded columns. A server that
 /// cannot be reached now is left as it is: the load's own connection
@@ -196,8 +196,8 @@ pub async fn check_types(
             }
         };
         let Some((remote, theirs)) = &sessions[at].1 else {
-            // Not reached now: what its table does to rows is unknown.
-            plan.may_skip = true;
+            // Not reached now: what its table does to rows is unknown
+            // (`Remote::may_skip` stays yes).
             continue;
         };
         let mut why =
@@ -244,7 +244,7 @@ pub async fn check_types(
         }
         match why {
             Some(why) => *route = LeafRoute::Coordinator(why),
-            None => plan.may_skip |= remote_may_skip(remote, &r.table).await?,
+            None => r.may_skip = remote_may_skip(remote, &r.table).await,
         }
     }
     Ok(())
@@ -271,16 +271,20 @@ fn defaulted(r: &super::Remote, rows: &[tokio_postgres::Row]) -> Option<String> 
 /// Whether the remote table may drop rows without an error (a BEFORE row
 /// trigger on INSERT, on it or its partitions, or a foreign table of its
 /// own): then its server's COPY counts fewer rows than were sent, and
-/// those are "skipped by the table". A table not found says yes (the
-/// load itself reports it).
-async fn remote_may_skip(remote: &Client, table: &QualifiedName) -> Result<bool> {
-    let oid: Option<tokio_postgres::types::Oid> = remote
+/// those are "skipped by the table". A table not found, or a question
+/// the shard cannot answer, says yes (the load itself reports what is
+/// wrong).
+async fn remote_may_skip(remote: &Client, table: &QualifiedName) -> bool {
+    let oid = remote
         .query_one("SELECT pg_catalog.to_regclass($1)::oid", &[&table.quoted()])
-        .await?
-        .get(0);
+        .await
+        .ok()
+        .and_then(|r| r.get::<_, Option<tokio_postgres::types::Oid>>(0));
     match oid {
-        Some(oid) => crate::catalog::may_skip_rows(remote, oid, false).await,
-        None => Ok(true),
+        Some(oid) => crate::catalog::may_skip_rows(remote, oid, false)
+            .await
+            .unwrap_or(true),
+        None => true,
     }
 }
 

@@ -71,15 +71,23 @@ impl Loader {
         Ok(rows)
     }
 
-    /// Merges round `round` under a savepoint; a round whose rows a
-    /// trigger folded into one key (21000) is merged again row by row
-    /// (`upsert/rounds.rs`).
+    /// Merges round `round`; when a BEFORE INSERT trigger may fold rows
+    /// into one key, under a savepoint, and a round it folded (21000) is
+    /// merged again row by row (`upsert/rounds.rs`).
     async fn merge_round(
         &mut self,
         rounds: &crate::load::upsert::rounds::Rounds,
         round: i64,
     ) -> Result<(), BatchError> {
         let client = &self.client;
+        if !rounds.folds {
+            let row = client
+                .query_one(rounds.merge_sql.as_str(), &[&round])
+                .await
+                .map_err(BatchError::plain)?;
+            self.merged_now.add(crate::load::upsert::merged(&row));
+            return Ok(());
+        }
         client
             .batch_execute("SAVEPOINT pgtide_round")
             .await
@@ -87,8 +95,9 @@ impl Loader {
         match client.query_one(rounds.merge_sql.as_str(), &[&round]).await {
             Ok(row) => self.merged_now.add(crate::load::upsert::merged(&row)),
             Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::CARDINALITY_VIOLATION) => {
+                let undo = format!("ROLLBACK TO SAVEPOINT pgtide_round; {}", rounds.index_sql);
                 client
-                    .batch_execute("ROLLBACK TO SAVEPOINT pgtide_round")
+                    .batch_execute(&undo)
                     .await
                     .map_err(BatchError::plain)?;
                 let rows = client
@@ -97,11 +106,19 @@ impl Loader {
                     .map_err(BatchError::plain)?;
                 for r in rows {
                     let at: i64 = r.get(0);
+                    // Unnamed (no statement to close behind the raw wire's
+                    // back), in one round trip.
                     let row = client
-                        .query_one(rounds.one_sql.as_str(), &[&at])
+                        .query_typed(
+                            rounds.one_sql.as_str(),
+                            &[(&at, tokio_postgres::types::Type::INT8)],
+                        )
                         .await
                         .map_err(BatchError::plain)?;
-                    self.merged_now.add(crate::load::upsert::merged(&row));
+                    // An aggregate: always one row.
+                    if let Some(row) = row.first() {
+                        self.merged_now.add(crate::load::upsert::merged(row));
+                    }
                 }
             }
             Err(e) => return Err(BatchError::plain(e)),

@@ -14,7 +14,8 @@
 //!
 //! Isolation sees each destination's rows as one chunk; its rejects are
 //! then placed back in the input (line, record, byte of the original
-//! chunk). Deferred constraints are checked at each statement's end
+//! chunk). A part whose COMMIT a deferred constraint refused is done
+//! again so, its deferred constraints checked at each statement's end
 //! (`server::begin`); what isolation cannot settle inside a transaction
 //! (a lost connection) stops the load.
 
@@ -176,7 +177,7 @@ async fn isolated_part(
     gate: &mut Gate,
 ) -> Result<(super::server::Counts, Vec<Reject>), PartFailed> {
     let label = &s.servers[i].label;
-    let tx = super::server::begin(s, client, i)
+    let tx = super::server::begin(s, client, i, true)
         .await
         .map_err(|e| name_server(e, label, None))?;
     let mut counts = Vec::new();
@@ -202,7 +203,7 @@ async fn isolated_part(
             return Err(name_server(e, &s.dests[d].label, None).into());
         }
         let sent = records.len() as u64 - iso.rejects.len() as u64;
-        if iso.loaded > sent || (iso.loaded < sent && !s.may_skip) {
+        if iso.loaded > sent || (iso.loaded < sent && !s.dests[d].may_skip) {
             let _ = client.batch_execute("ROLLBACK").await;
             return Err(Error::bug(format!(
                 "{}: the server counted {} rows of the {sent} sent",

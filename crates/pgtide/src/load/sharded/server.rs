@@ -75,7 +75,7 @@ pub(super) async fn first_attempt(
         return Ok(Vec::new());
     }
     let label = &s.servers[i].label;
-    let tx = begin(s, client, i)
+    let tx = begin(s, client, i, false)
         .await
         .map_err(|e| part_error(e, label, chunk))?;
     let mut counts = Vec::new();
@@ -90,7 +90,7 @@ pub(super) async fn first_attempt(
                 return Err(refused(s, e, d, routed, chunk));
             }
         };
-        if got > sent || (got < sent && !s.may_skip) {
+        if got > sent || (got < sent && !dest.may_skip) {
             let _ = client.batch_execute("ROLLBACK").await;
             return Err(Error::bug(format!(
                 "{}: the server counted {got} rows of the {sent} sent",
@@ -138,9 +138,14 @@ pub(super) async fn commit_part(
     let label = &s.servers[i].label;
     s.servers[i].witness.vouch_for(tx).await;
     if let Err(e) = client.batch_execute("COMMIT").await {
+        // A deferred constraint refused a row at COMMIT: with `--rejects`
+        // the part is done again, checked per statement (`begin`).
+        let row_fault = crate::error::classify(&e) == crate::error::Class::Row;
         let e = Error::from(e);
         if e.kind() != ErrorKind::ConnectionLost {
-            return Err(part_error(e, label, chunk).into());
+            let mut failed = PartFailed::from(part_error(e, label, chunk));
+            failed.row_fault = row_fault;
+            return Err(failed);
         }
         return match committed(&s.servers[i].target, tx).await {
             Some(true) => Ok(counts),
@@ -158,11 +163,18 @@ pub(super) async fn commit_part(
 
 /// Opens the transaction on server `i` and returns its id (with the
 /// marks of the server's life that tell a crash), to settle a COMMIT
-/// whose answer is lost; its witness starts at once. With `--rejects`,
-/// deferred constraints are checked at the end of each statement, where
-/// isolation can find the row (at COMMIT, it could not).
-pub(super) async fn begin(s: &Shared, client: &Client, i: usize) -> Result<TxStart> {
-    let sql = match s.isolate {
+/// whose answer is lost; its witness starts at once. `immediate` (a
+/// part done again with its bad rows isolated): deferred constraints are
+/// checked at the end of each statement, where isolation can find the
+/// row (at COMMIT, it could not); the first attempt checks them at
+/// COMMIT, as a load through the parent would.
+pub(super) async fn begin(
+    s: &Shared,
+    client: &Client,
+    i: usize,
+    immediate: bool,
+) -> Result<TxStart> {
+    let sql = match immediate {
         true => format!("BEGIN; SET CONSTRAINTS ALL IMMEDIATE; {TX_START_SQL}"),
         false => BEGIN_SQL.to_owned(),
     };

@@ -38,22 +38,31 @@ const ROUND: &str = "pgtide_round";
 /// is never written by the usual merge, so its foreign key would go
 /// unchecked, where one `INSERT .. ON CONFLICT` per row checks it (with
 /// `skip`, a losing row conflicts and is written by neither).
+/// `Some(folds)` when needed: `folds`, a BEFORE INSERT trigger may
+/// change a row's key (and fold two rows of a round into one key).
 pub(super) async fn needed(
     client: &Client,
     table: &Table,
     major: u32,
     mode: OnConflict,
-) -> Result<bool> {
+) -> Result<Option<bool>> {
     let tables = tables_sql(major);
+    let trigger = |kinds: u8| {
+        format!(
+            "EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid IN ({tables}) AND {} \
+             AND tgenabled <> 'D' AND tgtype & 3 = 3 AND tgtype & {kinds} <> 0)",
+            triggers_seen_sql(major)
+        )
+    };
     let sql = format!(
-        "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid IN ({tables}) AND {} \
-                        AND tgenabled <> 'D' AND tgtype & 3 = 3 AND tgtype & 20 <> 0) \
-             OR ($2 AND EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid IN ({tables}) \
-                                AND contype = 'f'))",
-        triggers_seen_sql(major)
+        "SELECT {} OR ($2 AND EXISTS (SELECT 1 FROM pg_constraint \
+                   WHERE conrelid IN ({tables}) AND contype = 'f')), {}",
+        trigger(20),
+        trigger(4)
     );
     let update = mode == OnConflict::Update;
-    Ok(client.query_one(&sql, &[&table.oid, &update]).await?.get(0))
+    let row = client.query_one(&sql, &[&table.oid, &update]).await?;
+    Ok(row.get::<_, bool>(0).then(|| row.get(1)))
 }
 
 /// The statements of a merge in rounds.
@@ -67,6 +76,12 @@ pub struct Rounds {
     /// Merges round `$1` (int8, from 1), in file order; answers
     /// (inserted, merged, staged) as the usual merge does.
     pub merge_sql: String,
+    /// A BEFORE INSERT trigger may fold rows into one key: each round
+    /// under a savepoint, to merge it again row by row.
+    pub folds: bool,
+    /// Indexes the staged rows' positions, for the fallback (made when
+    /// first needed: it is rare).
+    pub index_sql: String,
     /// The positions of round `$1`'s rows, in file order.
     pub rows_sql: String,
     /// Merges the one staged row at position `$1`, as `merge_sql` does.
@@ -80,6 +95,7 @@ impl Rounds {
         loaded: &[String],
         key: &UniqueKey,
         (mode, same): (OnConflict, Unchanged),
+        folds: bool,
     ) -> Rounds {
         let compared = key.compared_in("s").join(", ");
         let round = match key.nulls_not_distinct {
@@ -117,6 +133,10 @@ impl Rounds {
                  SELECT coalesce(max({ROUND}), 0)::int8 FROM u"
             ),
             merge_sql: merge_from(table, loaded, key, (mode, same), &staged),
+            folds,
+            index_sql: format!(
+                "CREATE INDEX IF NOT EXISTS pgtide_stage_ord ON pg_temp.{STAGE} ({ORD})"
+            ),
             rows_sql: format!(
                 "SELECT {ORD} FROM pg_temp.{STAGE} WHERE {ROUND} = $1 ORDER BY {ORD}"
             ),
