@@ -19,6 +19,27 @@ use pgtide::load::LoadOptions;
 use pgtide::progress::Progress;
 use support::Db;
 
+/// Loads `data` into `table` with one worker, `set` adjusting the
+/// options; the load must start.
+async fn load(
+    db: &Db,
+    table: &str,
+    data: &[u8],
+    format: CopyFormat,
+    set: impl FnOnce(&mut LoadOptions),
+) -> pgtide::load::Report {
+    let path = db.file(data, support::Compress::None);
+    let mut opts = LoadOptions::new(
+        vec![path.to_string_lossy().into_owned()],
+        QualifiedName::parse(table).unwrap(),
+        format,
+    );
+    set(&mut opts);
+    pgtide::load::run(&db.target, &opts, Arc::new(Progress::new(1)))
+        .await
+        .unwrap()
+}
+
 const COLUMNS: &str = "n int, d date, tz timestamptz, iv interval, a text[], amt numeric(10,2)";
 
 #[tokio::test]
@@ -216,53 +237,37 @@ async fn a_shards_defaults_triggers_and_deferred_keys_act_as_through_the_coordin
         .await
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let load = |table: &str, csv: String, columns: Option<&[&str]>, rejects: bool| {
-        let coordinator = table.ends_with(" via coordinator");
-        let table = table.trim_end_matches(" via coordinator");
-        let path = db.file(csv.as_bytes(), support::Compress::None);
-        let mut opts = LoadOptions::new(
-            vec![path.to_string_lossy().into_owned()],
-            QualifiedName::parse(table).unwrap(),
-            CopyFormat::Csv,
-        );
-        opts.columns = columns.map(|c| c.iter().map(|c| c.to_string()).collect());
-        if rejects {
-            opts.rejects = Some(dir.path().join(table));
-        }
-        if coordinator {
-            opts.route = pgtide::load::sharded::Route::Coordinator;
-        }
-        let target = db.target.clone();
-        async move {
-            pgtide::load::run(&target, &opts, Arc::new(Progress::new(1)))
-                .await
-                .unwrap()
-        }
-    };
     let rows = |f: fn(i32) -> String| (1..=200).map(f).collect::<String>();
+    let csv = CopyFormat::Csv;
 
-    let r = load("df", rows(|n| format!("{n},c\n")), Some(&["n", "c"]), false).await;
+    let data = rows(|n| format!("{n},c\n"));
+    let r = load(&db, "df", data.as_bytes(), csv, |o| {
+        o.columns = Some(vec!["n".into(), "c".into()]);
+    })
+    .await;
     assert!(r.failure.is_none(), "{:?}", r.failure);
     let stored = support::texts(&remote, "SELECT count(*)::text FROM rdf WHERE v IS NULL").await;
     assert_eq!(stored, ["200"], "v is NULL, as through the coordinator");
 
-    let r = load("tg", rows(|n| format!("{n},{n}\n")), None, false).await;
+    let data = rows(|n| format!("{n},{n}\n"));
+    let r = load(&db, "tg", data.as_bytes(), csv, |_| {}).await;
     assert!(r.failure.is_none(), "{:?}", r.failure);
     assert_eq!((r.rows_loaded, r.rows_skipped_by_table), (180, 20));
     let stored = support::texts(&remote, "SELECT count(*)::text FROM rtg").await;
     assert_eq!(stored, ["180"]);
     // Through the coordinator, postgres_fdw counts no row for a dropped one.
-    let r = load(
-        "tg via coordinator",
-        rows(|n| format!("{n},{n}\n")),
-        None,
-        false,
-    )
+    let r = load(&db, "tg", data.as_bytes(), csv, |o| {
+        o.route = pgtide::load::sharded::Route::Coordinator;
+    })
     .await;
     assert!(r.failure.is_none(), "{:?}", r.failure);
     assert_eq!((r.rows_loaded, r.rows_skipped_by_table), (180, 20));
 
-    let r = load("dd", rows(|n| format!("{n},{}\n", n % 150)), None, true).await;
+    let data = rows(|n| format!("{n},{}\n", n % 150));
+    let r = load(&db, "dd", data.as_bytes(), csv, |o| {
+        o.rejects = Some(dir.path().join("dd"));
+    })
+    .await;
     assert!(r.failure.is_none(), "{:?}", r.failure);
     assert_eq!((r.rows_loaded, r.rows_rejected), (150, 50));
     let stored = support::texts(&remote, "SELECT count(DISTINCT u)::text FROM rdd").await;
@@ -293,15 +298,7 @@ async fn binary_input_is_routed_by_the_coordinator() {
     let data = db
         .server_binary_file("SELECT 825373492 UNION ALL SELECT 1234")
         .await;
-    let path = db.file(&data, support::Compress::None);
-    let opts = LoadOptions::new(
-        vec![path.to_string_lossy().into_owned()],
-        QualifiedName::parse("hb").unwrap(),
-        CopyFormat::Binary,
-    );
-    let r = pgtide::load::run(&db.target, &opts, Arc::new(Progress::new(1)))
-        .await
-        .unwrap();
+    let r = load(&db, "hb", &data, CopyFormat::Binary, |_| {}).await;
     assert!(r.failure.is_none(), "{:?}", r.failure);
     assert_eq!(r.rows_loaded, 2);
     let stored = support::texts(
@@ -344,28 +341,15 @@ async fn left_out_columns_get_the_parents_defaults() {
         )
         .await
         .unwrap();
-    let load = |table: &str, route: pgtide::load::sharded::Route| {
-        let path = db.file(b"1\n2\n3\n4\n", support::Compress::None);
-        let mut opts = LoadOptions::new(
-            vec![path.to_string_lossy().into_owned()],
-            QualifiedName::parse(table).unwrap(),
-            CopyFormat::Csv,
-        );
-        opts.columns = Some(vec!["k".into()]);
-        opts.route = route;
-        let target = db.target.clone();
-        async move {
-            let r = pgtide::load::run(&target, &opts, Arc::new(Progress::new(1)))
-                .await
-                .unwrap();
-            assert!(r.failure.is_none(), "{:?}", r.failure);
-            r
-        }
-    };
     use pgtide::load::sharded::Route;
     for route in [Route::Auto, Route::Direct] {
         db.client.batch_execute("TRUNCATE pd").await.unwrap();
-        load("pd", route).await;
+        let r = load(&db, "pd", b"1\n2\n3\n4\n", CopyFormat::Csv, |o| {
+            o.columns = Some(vec!["k".into()]);
+            o.route = route;
+        })
+        .await;
+        assert!(r.failure.is_none(), "{:?}", r.failure);
         let stored = support::texts(
             &db.client,
             "SELECT k || ' ' || coalesce(note, 'NULL') FROM pd ORDER BY k",
@@ -373,16 +357,10 @@ async fn left_out_columns_get_the_parents_defaults() {
         .await;
         assert_eq!(stored, ["1 n/a", "2 n/a", "3 n/a", "4 n/a"], "{route:?}");
     }
-    let path = db.file(b"1\n2\n", support::Compress::None);
-    let mut opts = LoadOptions::new(
-        vec![path.to_string_lossy().into_owned()],
-        QualifiedName::parse("pi").unwrap(),
-        CopyFormat::Csv,
-    );
-    opts.columns = Some(vec!["k".into()]);
-    let r = pgtide::load::run(&db.target, &opts, Arc::new(Progress::new(1)))
-        .await
-        .unwrap();
+    let r = load(&db, "pi", b"1\n2\n", CopyFormat::Csv, |o| {
+        o.columns = Some(vec!["k".into()]);
+    })
+    .await;
     assert!(r.failure.is_none(), "{:?}", r.failure);
     let stored = support::texts(&db.client, "SELECT k || ' ' || id FROM pi ORDER BY k").await;
     assert_eq!(stored, ["1 1", "2 2"]);
